@@ -1,0 +1,284 @@
+/**
+ * End-to-end test in a real VS Code (code-server 4.100.3 = VS Code 1.100.3) driven by Debian chromium
+ * through playwright-core. A translator's path: open a file, select a sentence, run
+ * "Glossa: Translate Selection" from the command palette, watch the steps and the evidence arrive in
+ * the panel, click Accept, and find the translation in the editor (one Ctrl+Z undoes it) and the
+ * decision in the feedback log. The policy is the scripted OpenAI-compatible server on 127.0.0.1.
+ *
+ *   node dist/e2e.js            (after `source $GLOSSA_E2E_DIR/env.sh`; see scripts/test.sh)
+ * Environment: VSCODE_E2E_CODE_SERVER, VSCODE_E2E_PLAYWRIGHT_CORE, VSCODE_E2E_CHROMIUM,
+ * GLOSSA_E2E_EXTENSION (a .vsix or the built extension folder; default: the .vsix if present),
+ * GLOSSA_E2E_SHOTS (screenshot folder, default test-results/).
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { type ScriptedCompletion, ScriptedOpenAIServer } from "../support/scriptedServer";
+
+interface Locator {
+  waitFor(options?: { timeout?: number; state?: string }): Promise<void>;
+  click(options?: { timeout?: number }): Promise<void>;
+  fill(text: string): Promise<void>;
+  first(): Locator;
+  count(): Promise<number>;
+  textContent(): Promise<string | null>;
+  inputValue(): Promise<string>;
+  locator(selector: string, options?: { hasText?: string }): Locator;
+}
+interface FrameLocator {
+  locator(selector: string, options?: { hasText?: string }): Locator;
+  frameLocator(selector: string): FrameLocator;
+}
+interface Page {
+  goto(url: string): Promise<unknown>;
+  locator(selector: string, options?: { hasText?: string }): Locator;
+  frameLocator(selector: string): FrameLocator;
+  keyboard: { press(key: string): Promise<void> };
+  waitForFunction(fn: string, arg?: unknown, options?: { timeout?: number }): Promise<unknown>;
+  screenshot(options: { path: string }): Promise<unknown>;
+  on(event: string, handler: (arg: { message?: string; text?: () => string }) => void): void;
+}
+interface Browser {
+  newContext(options: { viewport: { width: number; height: number } }): Promise<{ newPage(): Promise<Page> }>;
+  close(): Promise<void>;
+}
+
+const ROOT = resolve(__dirname, "..");
+const SOURCE = "你别狗咬吕洞宾，不识好人心，我是真心帮你的。";
+const TRANSLATION = "Don't bite the hand that's trying to help you — I really mean well.";
+const SCRIPTS: ScriptedCompletion[] = [
+  {
+    when: { turn: 1 },
+    repeat: true,
+    delayMs: 15,
+    text: "<think>「狗咬吕洞宾」 looks like a fixed idiom; a literal rendering would confuse readers, so I should check its meaning.</think>\n<search>狗咬吕洞宾</search>",
+  },
+  {
+    when: { turn: 2 },
+    repeat: true,
+    delayMs: 15,
+    text: `<think>The dictionary says it means repaying kindness with ill will.</think>\n<translation>\n${TRANSLATION}\n</translation>`,
+  },
+];
+
+const t0 = Date.now();
+const log = (...parts: unknown[]) => console.log(`[e2e ${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...parts);
+let failures = 0;
+let passes = 0;
+function check(name: string, ok: boolean, detail = ""): void {
+  console.log(`${ok ? "PASS" : "FAIL"} ${name}${detail ? ` — ${detail}` : ""}`);
+  if (ok) passes++;
+  else failures++;
+}
+
+function env(name: string): string {
+  const value = process.env[name];
+  if (!value) throw new Error(`${name} is not set: run \`source $GLOSSA_E2E_DIR/env.sh\` (scripts/test.sh does this)`);
+  return value;
+}
+
+async function startCodeServer(codeServer: string, dirs: { ext: string; user: string }): Promise<{ url: string; proc: ChildProcess; logText: () => string }> {
+  const proc = spawn(
+    codeServer,
+    [
+      "--config", "/dev/null", "--bind-addr", "127.0.0.1:0", "--auth", "none", "--disable-telemetry",
+      "--disable-update-check", "--disable-workspace-trust", "--disable-getting-started-override",
+      "--extensions-dir", dirs.ext, "--user-data-dir", dirs.user,
+    ],
+    { stdio: ["ignore", "pipe", "pipe"] },
+  );
+  let output = "";
+  proc.stdout?.on("data", (d) => (output += String(d)));
+  proc.stderr?.on("data", (d) => (output += String(d)));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const m = /HTTP server listening on (http:\/\/[^\s]+?)\/?\s*$/m.exec(output);
+    if (m?.[1]) {
+      const url = m[1];
+      try {
+        const res = await fetch(`${url}/healthz`);
+        if (res.ok) return { url, proc, logText: () => output };
+      } catch {
+        // not up yet
+      }
+    }
+    if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`code-server did not start:\n${output}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function main(): Promise<void> {
+  const codeServer = env("VSCODE_E2E_CODE_SERVER");
+  const playwright = createRequire(`${env("VSCODE_E2E_PLAYWRIGHT_CORE")}/`)("./index.js") as {
+    chromium: { launch(options: { executablePath: string; args: string[] }): Promise<Browser> };
+  };
+  const shots = resolve(process.env.GLOSSA_E2E_SHOTS ?? join(ROOT, "test-results"));
+  mkdirSync(shots, { recursive: true });
+
+  const server = new ScriptedOpenAIServer(SCRIPTS);
+  const endpoint = await server.start();
+  const run = mkdtempSync(join(tmpdir(), "glossa-e2e-"));
+  const dirs = { ext: join(run, "extensions"), user: join(run, "user"), ws: join(run, "workspace") };
+  for (const d of [dirs.ext, join(dirs.user, "User"), dirs.ws]) mkdirSync(d, { recursive: true });
+  const feedbackFile = join(run, "feedback.jsonl");
+  writeFileSync(join(dirs.ws, "letter.md"), `# 给小王的信\n\n${SOURCE}\n\n下周见。\n`);
+  writeFileSync(
+    join(dirs.user, "User", "settings.json"),
+    JSON.stringify({
+      "workbench.startupEditor": "none",
+      "workbench.tips.enabled": false,
+      "telemetry.telemetryLevel": "off",
+      "update.mode": "none",
+      "extensions.autoCheckUpdates": false,
+      "extensions.autoUpdate": false,
+      "extensions.ignoreRecommendations": true,
+      "security.workspace.trust.enabled": false,
+      "git.enabled": false,
+      "window.restoreWindows": "none",
+      "chat.disableAIFeatures": true,
+      "glossa.policy.backend": "openai",
+      "glossa.policy.endpoint": endpoint,
+      "glossa.policy.model": "scripted",
+      "glossa.feedback.file": feedbackFile,
+    }),
+  );
+
+  const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { publisher: string; name: string; version: string };
+  const vsix = join(ROOT, "glossa-linux-x64.vsix");
+  const extension = process.env.GLOSSA_E2E_EXTENSION ?? (existsSync(vsix) ? vsix : ROOT);
+  if (extension.endsWith(".vsix")) {
+    execFileSync(codeServer, ["--config", "/dev/null", "--extensions-dir", dirs.ext, "--user-data-dir", dirs.user, "--install-extension", extension], { stdio: "pipe" });
+    log(`installed ${extension}`);
+  } else {
+    symlinkSync(extension, join(dirs.ext, `${manifest.publisher}.${manifest.name}-${manifest.version}`));
+    log(`linked ${extension}`);
+  }
+
+  const cs = await startCodeServer(codeServer, dirs);
+  log(`code-server at ${cs.url}`);
+  const browser = await playwright.chromium.launch({
+    executablePath: process.env.VSCODE_E2E_CHROMIUM ?? "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  let page: Page | undefined;
+  try {
+    const context = await browser.newContext({ viewport: { width: 1500, height: 900 } });
+    page = await context.newPage();
+    page.on("pageerror", (e) => log("pageerror:", e.message));
+    await page.goto(`${cs.url}/?folder=${encodeURIComponent(dirs.ws)}`);
+    await page.locator(".monaco-workbench").waitFor({ timeout: 90_000 });
+    await page.locator(".explorer-folders-view .monaco-list-row", { hasText: "letter.md" }).waitFor({ timeout: 60_000 });
+    log("workbench ready");
+
+    const status = page.locator(".statusbar-item", { hasText: "zh → en" });
+    await status.first().waitFor({ timeout: 60_000 });
+    check("status bar shows the language pair", true);
+
+    const quickInput = page.locator(".quick-input-widget input");
+    await page.keyboard.press("Control+P");
+    await quickInput.waitFor();
+    await quickInput.fill("letter.md");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "letter.md" }).first().waitFor();
+    await page.keyboard.press("Enter");
+    const lines = page.locator(".editor-instance .monaco-editor .view-lines").first();
+    await lines.waitFor();
+    const editorText = async () => ((await lines.textContent()) ?? "").replace(/\u00a0/g, " ");
+    await page.waitForFunction(
+      `(document.querySelector('.editor-instance .monaco-editor .view-lines')?.textContent || '').includes(${JSON.stringify(SOURCE.slice(0, 6))})`,
+    );
+    // Select the sentence: line 3 (Ctrl+G goes to a line), Home, Shift+End.
+    await lines.click();
+    await page.keyboard.press("Control+G");
+    await quickInput.waitFor();
+    await quickInput.fill(":3");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Home");
+    await page.keyboard.press("Shift+End");
+    log("sentence selected");
+
+    await page.keyboard.press("F1");
+    await quickInput.waitFor();
+    await quickInput.fill(">Glossa: Translate Selection");
+    await page.locator(".quick-input-list .monaco-list-row", { hasText: "Glossa: Translate Selection" }).first().waitFor();
+    const commandAt = Date.now();
+    await page.keyboard.press("Enter");
+
+    const panel = page.frameLocator("iframe.webview.ready").frameLocator("#active-frame");
+    await panel.locator(".step-think").first().waitFor({ timeout: 60_000 });
+    const firstStepMs = Date.now() - commandAt;
+    log(`first step shown ${firstStepMs} ms after the command`);
+    await panel.locator(".step-search", { hasText: "狗咬吕洞宾" }).first().waitFor({ timeout: 30_000 });
+    check("the search query is shown", true);
+    const evidence = panel.locator(".evidence-row", { hasText: "狗咬吕洞宾，不识好人心" }).first();
+    await evidence.waitFor({ timeout: 30_000 });
+    const evidenceText = (await evidence.textContent()) ?? "";
+    check("the evidence shows headword, gloss and source", /ill reward a person's kindness/.test(evidenceText) && /demo-cc-cedict/.test(evidenceText), evidenceText);
+    const translation = panel.locator("#translation");
+    // The translation field is inside two nested iframes: poll it through the frame locator.
+    const deadline = Date.now() + 30_000;
+    let shown = "";
+    while (Date.now() < deadline) {
+      shown = (await translation.inputValue().catch(async () => (await translation.textContent()) ?? "")).trim();
+      if (shown === TRANSLATION) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    check("the translation streams into the panel", shown === TRANSLATION, shown);
+    const allShownMs = Date.now() - commandAt;
+    await page.screenshot({ path: join(shots, "e2e-panel.png") });
+
+    await panel.locator("#btn-accept").click();
+    await page.waitForFunction(
+      `(document.querySelector('.editor-instance .monaco-editor .view-lines')?.textContent || '').replace(/\\u00a0/g, ' ').includes(${JSON.stringify(TRANSLATION.slice(0, 30))})`,
+      undefined,
+      { timeout: 20_000 },
+    );
+    const afterAccept = await editorText();
+    check("Accept replaces the selection in the editor", afterAccept.includes(TRANSLATION) && !afterAccept.includes(SOURCE), afterAccept);
+    check("the rest of the file is untouched", afterAccept.includes("给小王的信") && afterAccept.includes("下周见。"));
+
+    const recordDeadline = Date.now() + 10_000;
+    while (!existsSync(feedbackFile) && Date.now() < recordDeadline) await new Promise((r) => setTimeout(r, 100));
+    const records = existsSync(feedbackFile)
+      ? readFileSync(feedbackFile, "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
+      : [];
+    const record = records[0] as
+      | { schema: string; decision: string; finalText: string; source: string; location: { file: string; startLine: number }; trajectory: { searches: number; steps: Array<{ kind: string }>; raw: string } }
+      | undefined;
+    check("one feedback record was appended", records.length === 1, `${records.length} record(s)`);
+    check("the record says accepted, with the final text and location", record?.decision === "accepted" && record.finalText === TRANSLATION && record.source === SOURCE && record.location.file === "letter.md" && record.location.startLine === 2, JSON.stringify(record && { d: record.decision, f: record.finalText, l: record.location }));
+    check("the record holds the full trajectory", record?.schema === "glossa.feedback/1" && record.trajectory.searches === 1 && record.trajectory.steps.some((s) => s.kind === "information") && record.trajectory.raw.includes("<information>"));
+
+    // One Ctrl+Z restores the source: the replacement was a single edit.
+    await lines.click();
+    await page.keyboard.press("Control+Z");
+    await page.waitForFunction(
+      `(document.querySelector('.editor-instance .monaco-editor .view-lines')?.textContent || '').includes(${JSON.stringify(SOURCE.slice(0, 6))})`,
+      undefined,
+      { timeout: 10_000 },
+    );
+    const afterUndo = await editorText();
+    check("one Ctrl+Z undoes the insert", afterUndo.includes(SOURCE) && !afterUndo.includes(TRANSLATION));
+    check("the policy server saw two turns with the evidence", server.requests.length === 2 && /<information>/.test(JSON.stringify(server.requests[1]?.body.messages)));
+    await page.screenshot({ path: join(shots, "e2e-after-undo.png") });
+    writeFileSync(join(shots, "e2e-timings.json"), JSON.stringify({ commandToFirstStepMs: firstStepMs, commandToTranslationMs: allShownMs }, null, 2));
+  } catch (e) {
+    failures++;
+    console.log("FAIL", (e as Error).stack ?? e);
+    if (page) await page.screenshot({ path: join(shots, "e2e-failure.png") }).catch(() => {});
+    console.log(cs.logText().slice(-3000));
+  } finally {
+    await browser.close();
+    cs.proc.kill();
+    await server.stop();
+    rmSync(run, { recursive: true, force: true });
+  }
+  console.log(`e2e: ${passes} passed, ${failures} failed`);
+  process.exit(failures ? 1 : 0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
