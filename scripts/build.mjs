@@ -42,6 +42,13 @@ export const ENTRIES = [
     options: { ...node, banner: { js: "#!/usr/bin/env node" } },
   },
   { name: "bench-slice", entry: "bench/slice.ts", outfile: "dist/bench-slice.js", options: { ...node } },
+  { name: "e2e", entry: "test/e2e/run.ts", outfile: "dist/e2e.js", options: { ...node } },
+  {
+    name: "scripted-server",
+    entry: "test/support/scriptedServerMain.ts",
+    outfile: "dist/scripted-server.js",
+    options: { ...node },
+  },
 ];
 
 function parseArgs(argv) {

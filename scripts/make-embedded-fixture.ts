@@ -1,9 +1,9 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { buildMessages, formatEvidence, informationBlock } from "../extension/core/agent/prompt";
-import { loadIndex } from "../extension/core/retrieval/corpora";
 import { DEFAULT_LIMITS } from "../extension/core/agent/types";
 import { demoGlossaryPath, packageRoot } from "../extension/core/resources";
+import { loadIndex } from "../extension/core/retrieval/corpora";
 
 /**
  * Writes test/fixtures/embedded-trajectories.json: trajectories built with the product's own prompt

@@ -503,6 +503,7 @@ function finish(current: Run, trajectory: Trajectory): void {
   if (trajectory.translation !== null) current.modelTranslation = trajectory.translation;
   current.modelTranslation = current.modelTranslation.trim();
   showTranslation(current.modelTranslation);
+  for (const marker of document.querySelectorAll(".step-translate")) marker.textContent = "Translation written";
   for (const step of current.searches.values()) {
     if (!step.done) setText(step.meta, "no result");
   }

@@ -6,9 +6,9 @@ import { TranslationAgent } from "../core/agent/agent";
 import type { AgentEvent, PromptStyle, RetrievalMode } from "../core/agent/types";
 import { createPolicy } from "../core/policy/factory";
 import { PolicyError } from "../core/policy/types";
+import { demoGlossaryPath, packageRoot } from "../core/resources";
 import { type CorpusSpec, loadIndex, writeEntriesJsonl } from "../core/retrieval/corpora";
 import { summarize } from "../core/retrieval/importers/report";
-import { demoGlossaryPath, packageRoot } from "../core/resources";
 import { DEFAULT_SETTINGS, type GlossaSettings } from "../core/settings";
 
 const USAGE = `glossa — agentic translation from the command line
@@ -131,7 +131,14 @@ async function translate(flags: Flags, positionals: string[]): Promise<number> {
     for (const text of texts) {
       const onEvent = flags.steps ? printStep : () => {};
       const trajectory = await agent.run(
-        { text, sourceLang: settings.sourceLang, targetLang: settings.targetLang, mode: settings.mode, style: settings.style, limits: settings.limits },
+        {
+          text,
+          sourceLang: settings.sourceLang,
+          targetLang: settings.targetLang,
+          mode: settings.mode,
+          style: settings.style,
+          limits: settings.limits,
+        },
         onEvent,
         controller.signal,
       );
@@ -140,7 +147,9 @@ async function translate(flags: Flags, positionals: string[]): Promise<number> {
       } else {
         const queries = trajectory.steps.flatMap((s) => (s.kind === "search" ? [s.query] : []));
         const how = queries.length ? `searched: ${queries.join(" | ")}` : "no search";
-        process.stdout.write(`${text}\n  → ${trajectory.translation ?? `[${trajectory.error?.code}] ${trajectory.error?.message}`}\n    (${how}; ${trajectory.turns} turn(s), ${trajectory.completionTokens} tokens, ${trajectory.timings.totalMs} ms)\n`);
+        process.stdout.write(
+          `${text}\n  → ${trajectory.translation ?? `[${trajectory.error?.code}] ${trajectory.error?.message}`}\n    (${how}; ${trajectory.turns} turn(s), ${trajectory.completionTokens} tokens, ${trajectory.timings.totalMs} ms)\n`,
+        );
       }
       if (trajectory.error) failures++;
       if (trajectory.error?.code === "cancelled") break;
@@ -166,7 +175,10 @@ function printStep(event: AgentEvent): void {
       out.write(`\n  [search] ${event.query}\n`);
       break;
     case "evidence":
-      for (const hit of event.hits) out.write(`    ${hit.headword} — ${hit.gloss.slice(0, 100)} (${hit.source}, ${hit.match} ${hit.score.toFixed(2)})\n`);
+      for (const hit of event.hits)
+        out.write(
+          `    ${hit.headword} — ${hit.gloss.slice(0, 100)} (${hit.source}, ${hit.match} ${hit.score.toFixed(2)})\n`,
+        );
       if (event.hits.length === 0) out.write("    (no results)\n");
       break;
     case "warning":
@@ -184,8 +196,13 @@ function printStep(event: AgentEvent): void {
 async function importCommand(flags: Flags, positionals: string[]): Promise<number> {
   const [file] = positionals;
   if (!file || !flags.out) throw new UsageError("usage: glossa import FILE --out CORPUS.jsonl");
-  const format = flags.format ? oneOf(flags.format, ["cedict", "tsv", "csv", "jsonl"] as const, "tsv", "--format") : undefined;
-  const report = await writeEntriesJsonl({ path: file, format, sourceLang: flags.from, targetLang: flags.to }, flags.out);
+  const format = flags.format
+    ? oneOf(flags.format, ["cedict", "tsv", "csv", "jsonl"] as const, "tsv", "--format")
+    : undefined;
+  const report = await writeEntriesJsonl(
+    { path: file, format, sourceLang: flags.from, targetLang: flags.to },
+    flags.out,
+  );
   process.stdout.write(`${summarize(report)}\n→ ${flags.out}\n`);
   return 0;
 }
@@ -199,7 +216,9 @@ async function searchCommand(flags: Flags, positionals: string[]): Promise<numbe
   if (!Number.isInteger(topk) || topk < 1) throw new UsageError("--topk must be a positive integer");
   const hits = await index.search(query, { topk });
   if (flags.json) process.stdout.write(`${JSON.stringify(hits)}\n`);
-  else for (const h of hits) process.stdout.write(`${h.headword}\t${h.gloss}\t${h.source}\t${h.match}\t${h.score.toFixed(3)}\n`);
+  else
+    for (const h of hits)
+      process.stdout.write(`${h.headword}\t${h.gloss}\t${h.source}\t${h.match}\t${h.score.toFixed(3)}\n`);
   return 0;
 }
 

@@ -14,7 +14,10 @@ export function readSettings(): GlossaSettings {
   const limits: AgentLimits = {
     maxTurns: positive(get("agent.maxTurns", DEFAULT_SETTINGS.limits.maxTurns), DEFAULT_SETTINGS.limits.maxTurns),
     maxSearches: Math.max(0, get("agent.maxSearches", DEFAULT_SETTINGS.limits.maxSearches)),
-    maxOutputTokens: positive(get("agent.maxOutputTokens", DEFAULT_SETTINGS.limits.maxOutputTokens), DEFAULT_SETTINGS.limits.maxOutputTokens),
+    maxOutputTokens: positive(
+      get("agent.maxOutputTokens", DEFAULT_SETTINGS.limits.maxOutputTokens),
+      DEFAULT_SETTINGS.limits.maxOutputTokens,
+    ),
     topk: positive(get("retrieval.topK", DEFAULT_SETTINGS.limits.topk), DEFAULT_SETTINGS.limits.topk),
   };
   return {

@@ -54,13 +54,16 @@ async function setLanguagePair(): Promise<void> {
     vscode.window.showInputBox({
       prompt,
       value,
-      validateInput: (v) => (/^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(v.trim()) ? null : "A language code such as zh, en, de or pt-BR"),
+      validateInput: (v) =>
+        /^[A-Za-z]{2,3}(-[A-Za-z0-9]{2,8})*$/.test(v.trim()) ? null : "A language code such as zh, en, de or pt-BR",
     });
   const source = await ask("Source language code", config.get("languages.source", "zh"));
   if (!source) return;
   const target = await ask("Target language code", config.get("languages.target", "en"));
   if (!target) return;
-  const scope = vscode.workspace.workspaceFolders ? vscode.ConfigurationTarget.Workspace : vscode.ConfigurationTarget.Global;
+  const scope = vscode.workspace.workspaceFolders
+    ? vscode.ConfigurationTarget.Workspace
+    : vscode.ConfigurationTarget.Global;
   await config.update("languages.source", source.trim(), scope);
   await config.update("languages.target", target.trim(), scope);
 }
@@ -88,7 +91,11 @@ async function importGlossary(log: (m: string) => void): Promise<void> {
   const config = vscode.workspace.getConfiguration(SECTION);
   try {
     const report = await readCorpus(
-      { path: uri.fsPath, sourceLang: config.get("languages.source", "zh"), targetLang: config.get("languages.target", "en") },
+      {
+        path: uri.fsPath,
+        sourceLang: config.get("languages.source", "zh"),
+        targetLang: config.get("languages.target", "en"),
+      },
       () => {},
     );
     log(summarize(report));
@@ -97,7 +104,9 @@ async function importGlossary(log: (m: string) => void): Promise<void> {
       await config.update("retrieval.glossaries", [...list, uri.fsPath], vscode.ConfigurationTarget.Global);
     }
     const extra = report.malformed ? `, ${report.malformed} malformed (see the Glossa output)` : "";
-    void vscode.window.showInformationMessage(`Glossa: imported ${report.imported} entries from ${uri.fsPath}${extra}.`);
+    void vscode.window.showInformationMessage(
+      `Glossa: imported ${report.imported} entries from ${uri.fsPath}${extra}.`,
+    );
   } catch (e) {
     void vscode.window.showErrorMessage(`Glossa: cannot import ${uri.fsPath}: ${(e as Error).message}`);
   }

@@ -100,6 +100,7 @@ export class TranslationPanel implements vscode.Disposable {
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   /** Whether the webview has said `ready` since it was last loaded; nothing is posted before that. */
   private ready = false;
+  private readonly createdAt = performance.now();
   private disposed = false;
 
   /** Opens the panel beside the active editor (or reveals it) without taking focus. */
@@ -277,6 +278,7 @@ export class TranslationPanel implements vscode.Disposable {
 
   /** Sends the current run from the start: the webview was (re)loaded and has nothing. */
   private replay(): void {
+    this.log(`panel ready ${(performance.now() - this.createdAt).toFixed(0)} ms after it was created`);
     this.ready = true;
     this.cancelFlush();
     this.pending = [];

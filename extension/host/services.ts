@@ -7,7 +7,7 @@ import { type CorpusSpec, loadIndex } from "../core/retrieval/corpora";
 import { summarize } from "../core/retrieval/importers/report";
 import type { LexicalIndex } from "../core/retrieval/lexical";
 import type { GlossaSettings } from "../core/settings";
-import { API_KEY_SECRET, SECTION, readSettings, resolvePath } from "./config";
+import { API_KEY_SECRET, readSettings, resolvePath, SECTION } from "./config";
 
 /**
  * The long-lived objects of one window, built lazily on first use (activation stays cheap) and
@@ -47,7 +47,17 @@ export class Services implements vscode.Disposable {
   async policy(signal?: AbortSignal): Promise<PolicyBackend> {
     const s = this.settings();
     const apiKey = s.backend === "openai" ? await this.context.secrets.get(API_KEY_SECRET) : undefined;
-    const key = JSON.stringify([s.backend, s.endpoint, s.model, s.continuation, s.modelPath, s.modelId, s.hubUrl, s.dtype, apiKey ?? ""]);
+    const key = JSON.stringify([
+      s.backend,
+      s.endpoint,
+      s.model,
+      s.continuation,
+      s.modelPath,
+      s.modelId,
+      s.hubUrl,
+      s.dtype,
+      apiKey ?? "",
+    ]);
     if (!this.policyPromise || key !== this.policyKey) {
       const previous = this.policyPromise;
       void previous?.then((p) => p.dispose?.()).catch(() => {});
@@ -55,8 +65,18 @@ export class Services implements vscode.Disposable {
       const storage = vscode.Uri.joinPath(this.context.globalStorageUri, "models").fsPath;
       const created = Promise.resolve(
         vscode.window.withProgress(
-          { location: vscode.ProgressLocation.Notification, title: "Glossa: preparing the policy model", cancellable: false },
-          (progress) => createPolicy(s, { modelStorage: storage, apiKey, signal, onProgress: (message) => progress.report({ message }) }),
+          {
+            location: vscode.ProgressLocation.Notification,
+            title: "Glossa: preparing the policy model",
+            cancellable: false,
+          },
+          (progress) =>
+            createPolicy(s, {
+              modelStorage: storage,
+              apiKey,
+              signal,
+              onProgress: (message) => progress.report({ message }),
+            }),
         ),
       );
       this.policyPromise = created;
@@ -71,9 +91,16 @@ export class Services implements vscode.Disposable {
 
   async retriever(): Promise<LexicalIndex> {
     const s = this.settings();
-    const specs: CorpusSpec[] = s.glossaries.map((p) => ({ path: p, sourceLang: s.sourceLang, targetLang: s.targetLang }));
+    const specs: CorpusSpec[] = s.glossaries.map((p) => ({
+      path: p,
+      sourceLang: s.sourceLang,
+      targetLang: s.targetLang,
+    }));
     if (s.includeDemoGlossary) {
-      specs.unshift({ path: vscode.Uri.joinPath(this.extensionUri, "media", "glossary", "cc-cedict-idioms-neologisms.u8").fsPath, id: "demo-cc-cedict" });
+      specs.unshift({
+        path: vscode.Uri.joinPath(this.extensionUri, "media", "glossary", "cc-cedict-idioms-neologisms.u8").fsPath,
+        id: "demo-cc-cedict",
+      });
     }
     const key = JSON.stringify(specs);
     if (!this.retrieverPromise || key !== this.retrieverKey) {

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import * as vscode from "vscode";
-import { TranslationAgent, failedTrajectory } from "../core/agent/agent";
-import type { TranslateRequest, Trajectory } from "../core/agent/types";
+import { failedTrajectory, TranslationAgent } from "../core/agent/agent";
+import type { Trajectory, TranslateRequest } from "../core/agent/types";
 import { type FeedbackStore, makeRecord } from "../core/feedback/store";
-import type { Services } from "./services";
 import { type PanelDecision, TranslationPanel } from "./panel";
+import type { Services } from "./services";
 
 interface RunRecord {
   runId: string;
@@ -45,7 +45,16 @@ export class TranslateController implements vscode.Disposable {
     const runId = randomUUID();
     const controller = new AbortController();
     const context = surroundingText(editor.document, range, settings.contextChars);
-    const run: RunRecord = { runId, document: editor.document, range, source, context, trajectory: null, decided: false, controller };
+    const run: RunRecord = {
+      runId,
+      document: editor.document,
+      range,
+      source,
+      context,
+      trajectory: null,
+      decided: false,
+      controller,
+    };
     this.runs.set(runId, run);
     for (const [id, other] of this.runs) if (id !== runId && !other.trajectory) other.controller.abort();
 
@@ -60,18 +69,46 @@ export class TranslateController implements vscode.Disposable {
     };
     const panel = this.showPanel();
     // Show the source at once; loading the model and the glossaries can take a moment on first use.
-    const provisionalId = settings.backend === "openai" ? `openai:${settings.endpoint}#${settings.model}` : `embedded:${settings.modelPath || settings.modelId}`;
-    panel.startRun({ runId, source, sourceLang: settings.sourceLang, targetLang: settings.targetLang, mode: settings.mode, policyId: provisionalId });
+    const provisionalId =
+      settings.backend === "openai"
+        ? `openai:${settings.endpoint}#${settings.model}`
+        : `embedded:${settings.modelPath || settings.modelId}`;
+    panel.startRun({
+      runId,
+      source,
+      sourceLang: settings.sourceLang,
+      targetLang: settings.targetLang,
+      mode: settings.mode,
+      policyId: provisionalId,
+    });
     await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Window, title: "Glossa: translating", cancellable: true },
       async (_progress, token) => {
         token.onCancellationRequested(() => controller.abort());
         let policyId = provisionalId;
         try {
-          const [policy, retriever] = await Promise.all([this.services.policy(controller.signal), this.services.retriever()]);
+          const started = performance.now();
+          const [policy, retriever] = await Promise.all([
+            this.services.policy(controller.signal),
+            this.services.retriever(),
+          ]);
           policyId = policy.id;
+          const ready = performance.now();
           const agent = new TranslationAgent(policy, retriever);
-          run.trajectory = await agent.run(request, (event) => panel.pushEvent(runId, event), controller.signal);
+          let first = 0;
+          run.trajectory = await agent.run(
+            request,
+            (event) => {
+              if (!first && event.type !== "turn-start") first = performance.now();
+              panel.pushEvent(runId, event);
+            },
+            controller.signal,
+          );
+          const t = run.trajectory;
+          this.services.log(
+            `run ${runId}: policy and glossaries ready in ${(ready - started).toFixed(0)} ms, first step after ${(first - started).toFixed(0)} ms, ` +
+              `${t.turns} turn(s), ${t.searches} search(es), ${t.completionTokens} tokens, ${t.timings.totalMs} ms${t.error ? `, error ${t.error.code}` : ""}`,
+          );
         } catch (e) {
           // Setting up the policy or the glossaries failed before the agent ran (missing model, bad file).
           const message = (e as Error).message;
@@ -117,9 +154,15 @@ export class TranslateController implements vscode.Disposable {
       let message: string;
       if (decision.kind === "accept" || decision.kind === "edit") {
         await this.replace(run, decision.text);
-        message = decision.kind === "edit" ? "Edited translation inserted (Ctrl+Z undoes it)." : "Translation inserted (Ctrl+Z undoes it).";
+        message =
+          decision.kind === "edit"
+            ? "Edited translation inserted (Ctrl+Z undoes it)."
+            : "Translation inserted (Ctrl+Z undoes it).";
       } else {
-        message = decision.kind === "reject" ? "Rejected; the text was left unchanged." : `Rating ${decision.rating}/5 recorded.`;
+        message =
+          decision.kind === "reject"
+            ? "Rejected; the text was left unchanged."
+            : `Rating ${decision.rating}/5 recorded.`;
       }
       if (decision.kind !== "rate") run.decided = true;
       await this.record(run, decision);
@@ -137,11 +180,14 @@ export class TranslateController implements vscode.Disposable {
     const current = run.document.getText(run.range);
     if (current !== run.source) {
       await vscode.env.clipboard.writeText(text);
-      throw new Error("The source text changed since it was translated, so it was not replaced. The translation is on the clipboard.");
+      throw new Error(
+        "The source text changed since it was translated, so it was not replaced. The translation is on the clipboard.",
+      );
     }
     const edit = new vscode.WorkspaceEdit();
     edit.replace(run.document.uri, run.range, text);
-    if (!(await vscode.workspace.applyEdit(edit))) throw new Error("VS Code refused the edit (is the file read-only?).");
+    if (!(await vscode.workspace.applyEdit(edit)))
+      throw new Error("VS Code refused the edit (is the file read-only?).");
   }
 
   private async record(run: RunRecord, decision: PanelDecision): Promise<void> {
@@ -172,7 +218,8 @@ export class TranslateController implements vscode.Disposable {
       // The record stays queued in the store and is written with the next one.
       const message = `Could not write the feedback log ${store.file}: ${(e as Error).message}. ${store.pending} decision(s) are kept in memory and will be written when it works again.`;
       void vscode.window.showErrorMessage(`Glossa: ${message}`, "Retry").then((choice) => {
-        if (choice) void store.flush().catch((err: Error) => this.services.log(`feedback retry failed: ${err.message}`));
+        if (choice)
+          void store.flush().catch((err: Error) => this.services.log(`feedback retry failed: ${err.message}`));
       });
       throw new Error(message);
     }

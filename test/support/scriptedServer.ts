@@ -1,4 +1,4 @@
-import { type IncomingMessage, type Server, type ServerResponse, createServer } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 
 /**
@@ -85,7 +85,11 @@ export class ScriptedOpenAIServer {
     }
     let raw = "";
     for await (const chunk of req) raw += chunk;
-    const record: RecordedRequest = { body: JSON.parse(raw) as RecordedRequest["body"], headers: req.headers, aborted: false };
+    const record: RecordedRequest = {
+      body: JSON.parse(raw) as RecordedRequest["body"],
+      headers: req.headers,
+      aborted: false,
+    };
     this.requests.push(record);
     res.on("close", () => {
       if (!res.writableFinished) record.aborted = true;
@@ -120,7 +124,12 @@ export class ScriptedOpenAIServer {
     const chunks: string[] = [];
     for (let i = 0; i < chars.length; i += size) chunks.push(chars.slice(i, i + size).join(""));
     const send = (obj: unknown) => res.write(`data: ${JSON.stringify(obj)}\n\n`);
-    const base = { id: "chatcmpl-scripted", object: "chat.completion.chunk", created: 0, model: record.body.model ?? "scripted" };
+    const base = {
+      id: "chatcmpl-scripted",
+      object: "chat.completion.chunk",
+      created: 0,
+      model: record.body.model ?? "scripted",
+    };
     send({ ...base, choices: [{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }] });
     let finish: "stop" | "length" = "stop";
     let sent = 0;

@@ -1,8 +1,8 @@
-import { PolicyError, type PolicyBackend } from "../policy/types";
+import { type PolicyBackend, PolicyError } from "../policy/types";
 import type { Retriever, SearchHit } from "../retrieval/types";
 import { type ParseEvent, TagStreamParser } from "./parser";
-import { PROTOCOL, buildMessages, formatEvidence, informationBlock, stopStrings } from "./prompt";
-import type { AgentErrorCode, AgentEvent, Step, TranslateRequest, Trajectory } from "./types";
+import { buildMessages, formatEvidence, informationBlock, PROTOCOL, stopStrings } from "./prompt";
+import type { AgentErrorCode, AgentEvent, Step, Trajectory, TranslateRequest } from "./types";
 
 /**
  * The think → (search → information)* → translate loop.
@@ -18,7 +18,11 @@ export class TranslationAgent {
     private readonly retriever: Retriever | undefined,
   ) {}
 
-  async run(request: TranslateRequest, onEvent: (event: AgentEvent) => void, signal?: AbortSignal): Promise<Trajectory> {
+  async run(
+    request: TranslateRequest,
+    onEvent: (event: AgentEvent) => void,
+    signal?: AbortSignal,
+  ): Promise<Trajectory> {
     const run = new AgentRun(this.policy, this.retriever, request, onEvent, signal);
     return run.execute();
   }
@@ -70,7 +74,10 @@ class AgentRun {
         }
         const budget = limits.maxOutputTokens - this.completionTokens;
         if (budget <= 0) {
-          throw new AgentError("truncated", `The output token limit (${limits.maxOutputTokens}) was reached before a translation.`);
+          throw new AgentError(
+            "truncated",
+            `The output token limit (${limits.maxOutputTokens}) was reached before a translation.`,
+          );
         }
         this.turns++;
         this.emit({ type: "turn-start", turn: this.turns });
@@ -143,7 +150,10 @@ class AgentRun {
       } else if ((open === "translation" || open === "answer") && finish.reason !== "length") {
         // Ended at EOS inside the translation: complete, but the tag was not closed.
         const closing = open === "translation" ? "</translation>" : "</answer>";
-        this.warn("unclosed-translation", `The policy ended without ${closing}; the translation was taken as complete.`);
+        this.warn(
+          "unclosed-translation",
+          `The policy ended without ${closing}; the translation was taken as complete.`,
+        );
         this.raw += closing;
         this.handle(this.parser.push(closing));
       }

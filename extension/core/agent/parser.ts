@@ -43,9 +43,6 @@ const CLOSE: Record<string, Region> = {
 const ALL_TAGS = [...Object.keys(OPEN), ...Object.keys(CLOSE)];
 const LONGEST_TAG = Math.max(...ALL_TAGS.map((t) => t.length));
 
-/** Regions whose content is collected whole and reported at the close tag (not streamed). */
-const COLLECTED: ReadonlySet<Region> = new Set<Region>(["search", "tool_call", "information"]);
-
 export class TagStreamParser {
   private region: Region = "none";
   private pending = "";

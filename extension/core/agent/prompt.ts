@@ -1,6 +1,6 @@
 import prompts from "../../../protocol/prompts.json";
-import type { SearchHit } from "../retrieval/types";
 import type { ChatMessage } from "../policy/types";
+import type { SearchHit } from "../retrieval/types";
 import type { PromptStyle, RetrievalMode } from "./types";
 
 /** Where the tags and templates come from: protocol/prompts.json, shared with the trainer. */

@@ -26,7 +26,10 @@ export async function createPolicy(settings: GlossaSettings, env: PolicyEnvironm
   let modelPath = settings.modelPath;
   if (!modelPath) {
     if (!settings.modelId) {
-      throw new PolicyError("config", "No embedded model is set: set glossa.policy.modelPath to a local ONNX model folder, or glossa.policy.modelId.");
+      throw new PolicyError(
+        "config",
+        "No embedded model is set: set glossa.policy.modelPath to a local ONNX model folder, or glossa.policy.modelId.",
+      );
     }
     modelPath = await ensureModel({
       modelId: settings.modelId,
@@ -34,7 +37,10 @@ export async function createPolicy(settings: GlossaSettings, env: PolicyEnvironm
       hubUrl: settings.hubUrl,
       dtype: settings.dtype,
       signal: env.signal,
-      onProgress: (p) => env.onProgress?.(`downloading ${settings.modelId}: ${p.file} ${formatBytes(p.bytes)}${p.total ? ` / ${formatBytes(p.total)}` : ""}`),
+      onProgress: (p) =>
+        env.onProgress?.(
+          `downloading ${settings.modelId}: ${p.file} ${formatBytes(p.bytes)}${p.total ? ` / ${formatBytes(p.total)}` : ""}`,
+        ),
     });
   }
   return new EmbeddedPolicy({ modelPath, dtype: settings.dtype });

@@ -156,7 +156,11 @@ export class OpenAIPolicy implements PolicyBackend {
     if (signal?.aborted || axios.isCancel(e)) return new PolicyError("aborted", "Generation cancelled.");
     const err = e as AxiosError;
     const code = err.code ?? "";
-    if (["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ECONNRESET", "EHOSTUNREACH", "ETIMEDOUT", "ECONNABORTED"].includes(code)) {
+    if (
+      ["ECONNREFUSED", "ENOTFOUND", "EAI_AGAIN", "ECONNRESET", "EHOSTUNREACH", "ETIMEDOUT", "ECONNABORTED"].includes(
+        code,
+      )
+    ) {
       return new PolicyError(
         "unreachable",
         `Cannot reach the policy endpoint ${this.options.endpoint} (${code}). Check glossa.policy.endpoint, or switch glossa.policy.backend to "embedded".`,
@@ -201,10 +205,14 @@ function parseChunk(data: string): ChunkEvent {
     throw new PolicyError("malformed-stream", `The server sent a stream chunk that is not JSON: ${data.slice(0, 120)}`);
   }
   if (typeof value !== "object" || value === null) {
-    throw new PolicyError("malformed-stream", `The server sent a stream chunk that is not an object: ${data.slice(0, 120)}`);
+    throw new PolicyError(
+      "malformed-stream",
+      `The server sent a stream chunk that is not an object: ${data.slice(0, 120)}`,
+    );
   }
   const event = value as ChunkEvent;
-  if (event.error) throw new PolicyError("http", `The server reported an error mid-stream: ${event.error.message ?? "unknown"}`);
+  if (event.error)
+    throw new PolicyError("http", `The server reported an error mid-stream: ${event.error.message ?? "unknown"}`);
   return event;
 }
 

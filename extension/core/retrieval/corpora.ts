@@ -22,7 +22,12 @@ export interface CorpusSpec {
 }
 
 export function corpusId(spec: CorpusSpec): string {
-  return spec.id ?? basename(spec.path).replace(/\.(gz)$/i, "").replace(/\.[^.]+$/, "");
+  return (
+    spec.id ??
+    basename(spec.path)
+      .replace(/\.(gz)$/i, "")
+      .replace(/\.[^.]+$/, "")
+  );
 }
 
 export async function detectFormat(path: string): Promise<CorpusFormat> {
@@ -35,7 +40,9 @@ export async function detectFormat(path: string): Promise<CorpusFormat> {
     if (number >= 20) break;
   }
   if (name.endsWith(".u8")) return "cedict";
-  throw new Error(`Cannot tell the format of ${path}: use a .tsv, .csv, .jsonl or CC-CEDICT (.u8) file, or name the format.`);
+  throw new Error(
+    `Cannot tell the format of ${path}: use a .tsv, .csv, .jsonl or CC-CEDICT (.u8) file, or name the format.`,
+  );
 }
 
 /** Reads one corpus file in any supported format, calling `onEntry` for each entry as it streams. */
@@ -103,7 +110,12 @@ async function importJsonl(file: string, onEntry: (entry: Entry) => void): Promi
       continue;
     }
     const e = value as Partial<Entry>;
-    if (typeof e.id !== "string" || typeof e.headword !== "string" || typeof e.gloss !== "string" || typeof e.lang !== "string") {
+    if (
+      typeof e.id !== "string" ||
+      typeof e.headword !== "string" ||
+      typeof e.gloss !== "string" ||
+      typeof e.lang !== "string"
+    ) {
       recordMalformed(report, number, "an entry needs string id, headword, gloss and lang");
       continue;
     }

@@ -4,13 +4,21 @@ import { type AgentEvent, DEFAULT_LIMITS, type TranslateRequest } from "../../..
 import { OpenAIPolicy } from "../../../extension/core/policy/openai";
 import { loadIndex } from "../../../extension/core/retrieval/corpora";
 import type { LexicalIndex } from "../../../extension/core/retrieval/lexical";
-import { type ScriptedCompletion, ScriptedOpenAIServer } from "../../support/scriptedServer";
 import { DEMO_GLOSSARY } from "../../support/paths";
+import { type ScriptedCompletion, ScriptedOpenAIServer } from "../../support/scriptedServer";
 
 const SOURCE = "你别狗咬吕洞宾，不识好人心，我是真心帮你的。";
 
 function request(overrides: Partial<TranslateRequest> = {}): TranslateRequest {
-  return { text: SOURCE, sourceLang: "zh", targetLang: "en", mode: "selective", style: "neoamt", limits: DEFAULT_LIMITS, ...overrides };
+  return {
+    text: SOURCE,
+    sourceLang: "zh",
+    targetLang: "en",
+    mode: "selective",
+    style: "neoamt",
+    limits: DEFAULT_LIMITS,
+    ...overrides,
+  };
 }
 
 const SEARCH_TURN: ScriptedCompletion = {
@@ -37,11 +45,20 @@ describe("agent loop against a scripted OpenAI-compatible server", () => {
   });
 
   function agent(options: { continuation?: "user-turn" | "continue"; endpoint?: string } = {}) {
-    const policy = new OpenAIPolicy({ endpoint: options.endpoint ?? url, model: "scripted", continuation: options.continuation });
+    const policy = new OpenAIPolicy({
+      endpoint: options.endpoint ?? url,
+      model: "scripted",
+      continuation: options.continuation,
+    });
     return new TranslationAgent(policy, index);
   }
 
-  async function run(scripts: ScriptedCompletion[], req = request(), opts: Parameters<typeof agent>[0] = {}, signal?: AbortSignal) {
+  async function run(
+    scripts: ScriptedCompletion[],
+    req = request(),
+    opts: Parameters<typeof agent>[0] = {},
+    signal?: AbortSignal,
+  ) {
     server.setScripts(scripts);
     const events: AgentEvent[] = [];
     const trajectory = await agent(opts).run(req, (e) => events.push(e), signal);
@@ -61,7 +78,16 @@ describe("agent loop against a scripted OpenAI-compatible server", () => {
     assert.match(evidence.hits[0]?.gloss ?? "", /ill reward a person's kindness/);
     // The events arrive in the order the panel shows them.
     const order = events.map((e) => e.type).filter((t, i, a) => t !== a[i - 1]);
-    assert.deepEqual(order, ["turn-start", "think-delta", "search", "evidence", "turn-start", "think-delta", "translation-delta", "done"]);
+    assert.deepEqual(order, [
+      "turn-start",
+      "think-delta",
+      "search",
+      "evidence",
+      "turn-start",
+      "think-delta",
+      "translation-delta",
+      "done",
+    ]);
     // The stop string and the evidence block are written back into the raw text the trainer sees.
     assert.match(trajectory.raw, /<search>狗咬吕洞宾<\/search>\n\n<information>\[1\] 狗咬吕洞宾，不识好人心 — /);
     const info = trajectory.steps.find((s) => s.kind === "information");
@@ -74,7 +100,10 @@ describe("agent loop against a scripted OpenAI-compatible server", () => {
     assert.ok(server.requests[0]?.body.stop?.includes("</search>"));
     // Exact counts come from the server's usage chunk, one per turn.
     const chunks = (text: string, stop: string) => Math.ceil([...text.slice(0, text.indexOf(stop))].length / 3);
-    assert.equal(trajectory.completionTokens, chunks(SEARCH_TURN.text!, "</search>") + chunks(ANSWER_TURN.text!, "</translation>"));
+    assert.equal(
+      trajectory.completionTokens,
+      chunks(SEARCH_TURN.text!, "</search>") + chunks(ANSWER_TURN.text!, "</translation>"),
+    );
     assert.equal(trajectory.promptTokens, 200);
   });
 
@@ -83,22 +112,28 @@ describe("agent loop against a scripted OpenAI-compatible server", () => {
     assert.ok(trajectory.translation);
     const body = server.requests[1]?.body;
     assert.equal(body?.continue_final_message, true);
-    assert.match(body?.messages?.at(-1)?.content ?? "", /<\/search>\n\n<information>[^]*<\/information>\n\n$/);
+    assert.match(body?.messages?.at(-1)?.content ?? "", /<\/search>\n\n<information>[\s\S]*<\/information>\n\n$/);
   });
 
   it("translates without searching when the policy decides so", async () => {
-    const { trajectory, events } = await run([{ text: "<think>Plain.</think><translation>I am busy today.</translation>" }], request({ text: "我今天很忙。" }));
+    const { trajectory, events } = await run(
+      [{ text: "<think>Plain.</think><translation>I am busy today.</translation>" }],
+      request({ text: "我今天很忙。" }),
+    );
     assert.equal(trajectory.translation, "I am busy today.");
     assert.equal(trajectory.searches, 0);
     assert.ok(!events.some((e) => e.type === "search"));
   });
 
   it("mode always retrieves with the source text before the first turn", async () => {
-    const { trajectory, events } = await run([{ text: "<translation>Don't bite the hand that feeds you.</translation>" }], request({ mode: "always" }));
+    const { trajectory, events } = await run(
+      [{ text: "<translation>Don't bite the hand that feeds you.</translation>" }],
+      request({ mode: "always" }),
+    );
     assert.equal(trajectory.translation, "Don't bite the hand that feeds you.");
     assert.equal(events[0]?.type, "search");
     const prompt = server.requests[0]?.body.messages?.[0]?.content ?? "";
-    assert.match(prompt, /Retrieved with the source text as the query[^]*狗咬吕洞宾，不识好人心 — /);
+    assert.match(prompt, /Retrieved with the source text as the query[\s\S]*狗咬吕洞宾，不识好人心 — /);
   });
 
   it("mode never does not offer search, and refuses one the policy makes anyway", async () => {
@@ -118,7 +153,10 @@ describe("agent loop against a scripted OpenAI-compatible server", () => {
   it("SRAT style: tool_call and answer", async () => {
     const { trajectory } = await run(
       [
-        { when: { turn: 1 }, text: '<think>idiom?</think><tool_call>{"name": "search", "arguments": {"query": "狗咬吕洞宾"}}</tool_call>' },
+        {
+          when: { turn: 1 },
+          text: '<think>idiom?</think><tool_call>{"name": "search", "arguments": {"query": "狗咬吕洞宾"}}</tool_call>',
+        },
         { when: { turn: 2 }, text: "<answer>Don't mistake my kindness for malice.</answer>" },
       ],
       request({ style: "srat" }),
@@ -150,12 +188,16 @@ describe("agent loop against a scripted OpenAI-compatible server", () => {
     });
 
     it("an unclosed think when the token limit hits is 'truncated'", async () => {
-      const { trajectory } = await run([{ text: `<think>${"long reasoning ".repeat(50)}</think>`, lengthAfterChunks: 10 }]);
+      const { trajectory } = await run([
+        { text: `<think>${"long reasoning ".repeat(50)}</think>`, lengthAfterChunks: 10 },
+      ]);
       assert.equal(trajectory.error?.code, "truncated");
     });
 
     it("a translation cut by the token limit is 'truncated', not inserted half", async () => {
-      const { trajectory } = await run([{ text: "<translation>Don't bite the hand that is trying to help</translation>", lengthAfterChunks: 8 }]);
+      const { trajectory } = await run([
+        { text: "<translation>Don't bite the hand that is trying to help</translation>", lengthAfterChunks: 8 },
+      ]);
       assert.equal(trajectory.error?.code, "truncated");
       assert.equal(trajectory.translation, null);
     });
@@ -178,7 +220,10 @@ describe("agent loop against a scripted OpenAI-compatible server", () => {
     });
 
     it("a tool call naming an unknown tool", async () => {
-      const { trajectory } = await run([{ text: '<tool_call>{"name":"calc","arguments":{}}</tool_call>' }], request({ style: "srat" }));
+      const { trajectory } = await run(
+        [{ text: '<tool_call>{"name":"calc","arguments":{}}</tool_call>' }],
+        request({ style: "srat" }),
+      );
       assert.equal(trajectory.error?.code, "malformed-tool-call");
     });
 

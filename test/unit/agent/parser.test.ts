@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
+import { parseToolCall, parseTrajectory, TagStreamParser } from "../../../extension/core/agent/parser";
 import golden from "../../../protocol/golden/trajectories.json";
-import { TagStreamParser, parseToolCall, parseTrajectory } from "../../../extension/core/agent/parser";
 
 describe("tag grammar: golden trajectories", () => {
   for (const vector of golden.vectors) {
@@ -51,7 +51,12 @@ describe("SRAT tool calls", () => {
     assert.deepEqual(parseToolCall('{"name":"search","arguments":"{\\"query\\":\\"q\\"}"}'), { query: "q" });
   });
   it("rejects broken JSON, other tools and missing queries with a reason", () => {
-    for (const body of ['{"name":"search"', '{"name":"calc","arguments":{}}', '{"name":"search","arguments":{}}', "  "]) {
+    for (const body of [
+      '{"name":"search"',
+      '{"name":"calc","arguments":{}}',
+      '{"name":"search","arguments":{}}',
+      "  ",
+    ]) {
       const result = parseToolCall(body);
       assert.ok("reason" in result, body);
     }

@@ -2,11 +2,25 @@ import assert from "node:assert/strict";
 import { buildMessages, fillTemplate, formatEvidence, languageName } from "../../../extension/core/agent/prompt";
 import type { SearchHit } from "../../../extension/core/retrieval/types";
 
-const hit = (gloss: string): SearchHit => ({ id: "c:1", headword: "内卷", gloss, score: 1, lang: "zh", source: "cc-cedict", match: "exact" });
+const hit = (gloss: string): SearchHit => ({
+  id: "c:1",
+  headword: "内卷",
+  gloss,
+  score: 1,
+  lang: "zh",
+  source: "cc-cedict",
+  match: "exact",
+});
 
 describe("prompts", () => {
   it("renders NeoAMT Table 9 with language names and the source text", () => {
-    const [message] = buildMessages({ text: "我今天很忙。", sourceLang: "zh", targetLang: "en", mode: "selective", style: "neoamt" });
+    const [message] = buildMessages({
+      text: "我今天很忙。",
+      sourceLang: "zh",
+      targetLang: "en",
+      mode: "selective",
+      style: "neoamt",
+    });
     assert.equal(message?.role, "user");
     assert.ok(message?.content.startsWith("You are a professional Chinese to English translator."));
     assert.ok(message?.content.includes("<search> and </search>"));
@@ -14,13 +28,27 @@ describe("prompts", () => {
   });
 
   it("leaves placeholders inside the source text alone", () => {
-    const [message] = buildMessages({ text: "use {tgt_lang} literally", sourceLang: "en", targetLang: "de", mode: "never", style: "neoamt" });
+    const [message] = buildMessages({
+      text: "use {tgt_lang} literally",
+      sourceLang: "en",
+      targetLang: "de",
+      mode: "never",
+      style: "neoamt",
+    });
     assert.ok(message?.content.endsWith("English text: use {tgt_lang} literally"));
     assert.ok(!message?.content.includes("<search>"), "never mode does not offer the search tool");
   });
 
   it("adds context only when given, and evidence in always mode", () => {
-    const [withContext] = buildMessages({ text: "x", context: "before. after.", sourceLang: "en", targetLang: "de", mode: "always", style: "srat", information: "[1] a — b (c, en)" });
+    const [withContext] = buildMessages({
+      text: "x",
+      context: "before. after.",
+      sourceLang: "en",
+      targetLang: "de",
+      mode: "always",
+      style: "srat",
+      information: "[1] a — b (c, en)",
+    });
     assert.ok(withContext?.content.includes("Surrounding text, for reference only"));
     assert.ok(withContext?.content.includes("<information>[1] a — b (c, en)</information>"));
     assert.ok(withContext?.content.includes("<tool_call>"));

@@ -7,7 +7,14 @@ import { FEEDBACK_SCHEMA, FeedbackStore, makeRecord } from "../../../extension/c
 
 const trajectory: Trajectory = {
   schema: "glossa.trajectory/1",
-  request: { text: "内卷", sourceLang: "zh", targetLang: "en", mode: "selective", style: "neoamt", limits: DEFAULT_LIMITS },
+  request: {
+    text: "内卷",
+    sourceLang: "zh",
+    targetLang: "en",
+    mode: "selective",
+    style: "neoamt",
+    limits: DEFAULT_LIMITS,
+  },
   policyId: "openai:http://127.0.0.1:1/v1#m",
   corpusIds: ["demo"],
   raw: "<translation>involution</translation>",

@@ -3,8 +3,8 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadIndex, readCorpus, writeEntriesJsonl } from "../../../extension/core/retrieval/corpora";
-import { headwordKey, tokenize } from "../../../extension/core/retrieval/normalize";
 import type { LexicalIndex } from "../../../extension/core/retrieval/lexical";
+import { headwordKey, tokenize } from "../../../extension/core/retrieval/normalize";
 import type { Entry } from "../../../extension/core/retrieval/types";
 import { CEDICT_FULL, DEMO_GLOSSARY } from "../../support/paths";
 
@@ -50,7 +50,10 @@ describe("CC-CEDICT, full dictionary", function () {
 
   it("finds the idiom from a part of it with BM25 over character bigrams", async () => {
     const hits = await index.search("狗咬吕洞宾", { topk: 5 });
-    assert.ok(hits.some((h) => h.headword === "狗咬吕洞宾，不识好人心"), JSON.stringify(hits));
+    assert.ok(
+      hits.some((h) => h.headword === "狗咬吕洞宾，不识好人心"),
+      JSON.stringify(hits),
+    );
   });
 
   it("searches English glosses", async () => {
@@ -103,7 +106,10 @@ describe("glossary files", () => {
 
   it("imports CSV with quoted fields and named columns", async () => {
     const file = join(dir, "terms.csv");
-    await writeFile(file, 'note,source,target\n"IT, legacy","null modem","零调制解调器"\n,"say ""hi""",打招呼\n"unterminated,x,y\n');
+    await writeFile(
+      file,
+      'note,source,target\n"IT, legacy","null modem","零调制解调器"\n,"say ""hi""",打招呼\n"unterminated,x,y\n',
+    );
     const entries: Entry[] = [];
     const report = await readCorpus({ path: file, sourceLang: "en", targetLang: "zh" }, (e) => entries.push(e));
     assert.deepEqual(
@@ -129,7 +135,13 @@ describe("glossary files", () => {
   it("says clearly when a file's format is unknown or it does not exist", async () => {
     const file = join(dir, "notes.txt");
     await writeFile(file, "just some text\n");
-    await assert.rejects(readCorpus({ path: file }, () => {}), /Cannot tell the format/);
-    await assert.rejects(readCorpus({ path: join(dir, "missing.tsv") }, () => {}), /ENOENT/);
+    await assert.rejects(
+      readCorpus({ path: file }, () => {}),
+      /Cannot tell the format/,
+    );
+    await assert.rejects(
+      readCorpus({ path: join(dir, "missing.tsv") }, () => {}),
+      /ENOENT/,
+    );
   });
 });
