@@ -10,12 +10,14 @@ import { demoGlossaryPath, packageRoot } from "../core/resources";
 import { type CorpusSpec, loadIndex, writeEntriesJsonl } from "../core/retrieval/corpora";
 import { summarize } from "../core/retrieval/importers/report";
 import { DEFAULT_SETTINGS, type GlossaSettings } from "../core/settings";
+import { SERVE_RETRIEVER_USAGE, serveRetrieverCommand } from "./serveRetriever";
 
 const USAGE = `glossa — agentic translation from the command line
 
   glossa translate [TEXT ...] [--file F | --samples] [options]
   glossa import FILE --out CORPUS.jsonl [--format cedict|tsv|csv|jsonl] [--from LANG --to LANG]
   glossa search QUERY [--glossary F ...] [--topk N] [--json]
+  glossa serve-retriever [options]      (see below)
 
 translate options:
   --from LANG --to LANG          language pair (default zh → en)
@@ -27,7 +29,9 @@ translate options:
   --style neoamt|srat            prompt and tag style (default neoamt)
   --glossary F                   add a glossary (repeatable); --no-demo-glossary drops the bundled one
   --steps                        print reasoning, searches and evidence as they stream
-  --json                         one JSON trajectory per line on stdout`;
+  --json                         one JSON trajectory per line on stdout
+
+${SERVE_RETRIEVER_USAGE}`;
 
 type Flags = ReturnType<typeof parse>["values"];
 
@@ -224,6 +228,8 @@ async function searchCommand(flags: Flags, positionals: string[]): Promise<numbe
 
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  // The server has its own options; it parses them itself.
+  if (command === "serve-retriever") return serveRetrieverCommand(rest);
   try {
     const { values, positionals } = parse(rest);
     if (!command || values.help || command === "help") {

@@ -1,5 +1,13 @@
 /** Why a result matched: shown in the evidence panel and recorded in trajectories. */
-export type MatchKind = "exact" | "normalized" | "contained" | "fuzzy" | "bm25" | "dense" | "hybrid";
+export type MatchKind = "exact" | "normalized" | "contained" | "fuzzy" | "bm25" | "dense" | "hybrid" | "online";
+
+/** One reason a result matched, with the score that engine gave it (hybrid results carry several). */
+export interface MatchReason {
+  kind: Exclude<MatchKind, "hybrid">;
+  score: number;
+  /** 1-based rank in that engine's list. */
+  rank?: number;
+}
 
 /** One dictionary entry, glossary term, TM segment or document chunk. */
 export interface Entry {
@@ -17,6 +25,8 @@ export interface Entry {
   pos?: string;
   /** Searchable metadata such as "idiom", "slang", "neologism". */
   tags?: string[];
+  /** Usage examples (source-language sentences, with translations when the source gives them). */
+  examples?: string[];
 }
 
 export interface SearchHit {
@@ -28,8 +38,28 @@ export interface SearchHit {
   /** Corpus id the entry came from. */
   source: string;
   match: MatchKind;
+  /** Every engine that found this result, for the evidence panel (set by hybrid search). */
+  reasons?: MatchReason[];
   /** Retrieval tier (0 = query language first); see the multilingual hierarchy. */
   tier?: number;
+  /** True for results from the optional online tier (web or wiki search), which are cached locally. */
+  online?: boolean;
+  /** Entry tags (idiom, slang, neologism…) when the corpus records them. */
+  tags?: string[];
+}
+
+/** A corpus as imported: where it came from and under what terms it may be used. */
+export interface CorpusInfo {
+  id: string;
+  /** Absolute path of the file it was imported from. */
+  file: string;
+  format: string;
+  /** Licence and attribution to show beside its results and keep beside derived files. */
+  licence?: string;
+  attribution?: string;
+  /** Size, mtime and content hash of the source file when imported; an unchanged file is not re-imported. */
+  fingerprint: { size: number; mtimeMs: number; sha256: string };
+  entries: number;
 }
 
 export interface SearchOptions {

@@ -133,7 +133,7 @@ describe("glossary files", () => {
   });
 
   it("says clearly when a file's format is unknown or it does not exist", async () => {
-    const file = join(dir, "notes.txt");
+    const file = join(dir, "notes.xyz");
     await writeFile(file, "just some text\n");
     await assert.rejects(
       readCorpus({ path: file }, () => {}),

@@ -1,4 +1,5 @@
 import type { Entry } from "../types";
+import { StableIds } from "./ids";
 import { readLines } from "./lines";
 import { type ImportReport, newReport, recordMalformed } from "./report";
 
@@ -24,6 +25,7 @@ export async function importCedict(
   onEntry: (entry: Entry) => void,
 ): Promise<ImportReport> {
   const report = newReport(file);
+  const ids = new StableIds(corpus);
   for await (const { line, number } of readLines(file)) {
     if (!line.trim() || line.startsWith("#")) {
       report.skipped++;
@@ -43,7 +45,7 @@ export async function importCedict(
     const tags = TAGS.filter(([re]) => re.test(glossList)).map(([, tag]) => tag);
     const variants = [traditional, pinyin].filter((v) => v && v !== simplified);
     onEntry({
-      id: `${corpus}:${number}`,
+      id: ids.forContent([simplified, traditional, pinyin, glossList]),
       headword: simplified,
       variants,
       gloss: glosses.join("; "),

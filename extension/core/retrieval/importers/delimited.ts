@@ -1,4 +1,5 @@
 import type { Entry } from "../types";
+import { StableIds } from "./ids";
 import { readLines } from "./lines";
 import { type ImportReport, newReport, recordMalformed } from "./report";
 
@@ -24,6 +25,7 @@ export async function importDelimited(
   onEntry: (entry: Entry) => void,
 ): Promise<ImportReport> {
   const report = newReport(file);
+  const ids = new StableIds(corpus);
   const csv = /\.csv$/i.test(file);
   let columns: { source: number; target: number; note: number } | null = null;
   let { sourceLang, targetLang } = options;
@@ -58,7 +60,7 @@ export async function importDelimited(
     }
     const note = columns.note >= 0 ? fields[columns.note]?.trim() : undefined;
     onEntry({
-      id: `${corpus}:${number}`,
+      id: ids.forContent([headword, target, note]),
       headword,
       gloss: note ? `${target} (${note})` : target,
       lang: sourceLang,
