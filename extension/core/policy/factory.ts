@@ -10,6 +10,8 @@ export interface PolicyEnvironment {
   apiKey?: string;
   onProgress?: (message: string) => void;
   signal?: AbortSignal;
+  /** How the user of this front end points Glossa at a model, ending errors about a missing one. */
+  hint?: string;
 }
 
 /** Builds the policy backend the settings name; fails with a PolicyError a translator can act on. */
@@ -37,13 +39,14 @@ export async function createPolicy(settings: GlossaSettings, env: PolicyEnvironm
       hubUrl: settings.hubUrl,
       dtype: settings.dtype,
       signal: env.signal,
+      hint: env.hint,
       onProgress: (p) =>
         env.onProgress?.(
           `downloading ${settings.modelId}: ${p.file} ${formatBytes(p.bytes)}${p.total ? ` / ${formatBytes(p.total)}` : ""}`,
         ),
     });
   }
-  return new EmbeddedPolicy({ modelPath, dtype: settings.dtype });
+  return new EmbeddedPolicy({ modelPath, dtype: settings.dtype, hint: env.hint });
 }
 
 function formatBytes(n: number): string {
