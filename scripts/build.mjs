@@ -18,7 +18,7 @@ import * as esbuild from "esbuild";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 
 /** Modules that must stay outside the Node bundles: the editor API and native/ONNX runtimes. */
-const NODE_EXTERNALS = ["vscode", "@huggingface/transformers", "onnxruntime-node", "sharp"];
+const NODE_EXTERNALS = ["vscode", "@huggingface/transformers", "onnxruntime-node", "sharp", "hnswlib-node"];
 
 /** Settings shared by every bundle for the extension host and the command line. */
 const node = { platform: "node", format: "cjs", target: "node20", external: NODE_EXTERNALS };
@@ -42,6 +42,12 @@ export const ENTRIES = [
     options: { ...node, banner: { js: "#!/usr/bin/env node" } },
   },
   { name: "bench-slice", entry: "bench/slice.ts", outfile: "dist/bench-slice.js", options: { ...node } },
+  {
+    name: "dense-build-worker",
+    entry: "extension/core/retrieval/dense/denseBuildWorker.ts",
+    outfile: "dist/dense-build-worker.js",
+    options: { ...node },
+  },
   { name: "e2e", entry: "test/e2e/run.ts", outfile: "dist/e2e.js", options: { ...node } },
   {
     name: "scripted-server",

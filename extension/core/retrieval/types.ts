@@ -67,6 +67,8 @@ export interface SearchOptions {
   /** Restrict to entries in these headword languages, when given. */
   langs?: string[];
   signal?: AbortSignal;
+  /** Longest gloss per result, in characters (longer ones end in "…"). */
+  maxGlossChars?: number;
 }
 
 /** Anything the agent can search: one corpus, or several combined. */

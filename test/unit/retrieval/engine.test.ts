@@ -1,0 +1,123 @@
+import assert from "node:assert/strict";
+import { appendFile, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type EngineConfig, RetrievalEngine } from "../../../extension/core/retrieval/engine";
+import { IndexCorruptError } from "../../../extension/core/retrieval/indexStore";
+import { DEMO_GLOSSARY, ROOT } from "../../support/paths";
+import { SearxngServer } from "../../support/searchBackends";
+
+const TINY_BERT = join(ROOT, "build", "tiny-models", "glossa-tiny-bert");
+
+describe("retrieval engine (lexical + dense + hierarchy + online, composed)", function () {
+  this.timeout(120_000);
+  let dir: string;
+  let config: EngineConfig;
+
+  before(async () => {
+    dir = await mkdtemp(join(tmpdir(), "glossa-engine-"));
+    const de = join(dir, "de.tsv");
+    await writeFile(de, "de\ten\nHamsterrad\trat race; treadmill\nFeierabend\tend of the working day\n");
+    config = { indexDir: join(dir, "index"), corpora: [{ path: DEMO_GLOSSARY, id: "demo" }, { path: de }] };
+  });
+  after(() => rm(dir, { recursive: true, force: true }));
+
+  it("imports once, then opens the stored index without re-importing", async () => {
+    const first = await RetrievalEngine.open(config);
+    assert.equal(first.update.rebuilt, true);
+    assert.deepEqual([...first.corpusIds].sort(), ["de", "demo"]);
+    const again = await RetrievalEngine.open(config);
+    assert.equal(again.update.rebuilt, false);
+    assert.deepEqual(again.update.unchanged.sort(), ["de", "demo"]);
+    const [hit] = await again.search("Feierabend", { topk: 3 });
+    assert.deepEqual([hit?.headword, hit?.match, hit?.source], ["Feierabend", "exact", "de"]);
+  });
+
+  it("caps glosses to the configured length", async () => {
+    const engine = await RetrievalEngine.open({ ...config, maxGlossChars: 20 });
+    const [hit] = await engine.search("内卷", { topk: 1 });
+    assert.ok((hit?.gloss.length ?? 0) <= 20, hit?.gloss);
+  });
+
+  it("searches the query's language first, then the others, then the anchor", async () => {
+    const engine = await RetrievalEngine.open({
+      ...config,
+      hierarchy: { languages: ["zh", "de"], stop: { kind: "all" } },
+    });
+    const hits = await engine.search("Hamsterrad", { topk: 5 });
+    assert.equal(hits[0]?.headword, "Hamsterrad");
+    assert.ok(
+      hits.every((h) => typeof h.tier === "number"),
+      JSON.stringify(hits),
+    );
+  });
+
+  it("adds the online tier, and keeps working with a warning when it is down", async () => {
+    const searx = await SearxngServer.start([
+      {
+        title: "Involution (sociology)",
+        url: "https://example.org/involution",
+        content: "<b>内卷</b> describes a rat race",
+      },
+    ]);
+    const warnings: string[] = [];
+    try {
+      const engine = await RetrievalEngine.open(
+        { ...config, online: { kind: "searxng", endpoint: searx.origin, when: "always" } },
+        { onWarning: (w) => warnings.push(w) },
+      );
+      const hits = await engine.search("内卷", { topk: 4 });
+      assert.ok(
+        hits.some((h) => h.online && h.headword === "Involution (sociology)"),
+        JSON.stringify(hits),
+      );
+      searx.failStatus = 503;
+      const offline = await engine.search("佛系", { topk: 4 });
+      assert.ok(offline.length > 0);
+      assert.ok(
+        warnings.some((w) => w.startsWith("online search:")),
+        warnings.join("\n"),
+      );
+    } finally {
+      await searx.close();
+    }
+  });
+
+  it("runs lexically until the dense index is built, then fuses both", async () => {
+    const dense = { encoder: { modelPath: TINY_BERT } };
+    const warnings: string[] = [];
+    const before = await RetrievalEngine.open({ ...config, dense }, { onWarning: (w) => warnings.push(w) });
+    assert.equal(before.dense.kind, "needs-build");
+    assert.ok((await before.search("佛系", { topk: 3 })).length > 0, "lexical search still works");
+    const progress: number[] = [];
+    const built = await before.buildDense({ onProgress: (p) => progress.push(p.done) });
+    assert.equal(built.manifest.count, before.lexical.size);
+    assert.ok(progress.length > 0);
+    const after = await RetrievalEngine.open({ ...config, dense });
+    assert.equal(after.dense.kind, "ready");
+    // The tiny encoder has random weights (its vocabulary maps most CJK characters to [UNK]), so this
+    // checks the fusion, not the semantics: results found by both engines carry both reasons.
+    const foxi = (await after.search("佛系", { topk: 1 }))[0];
+    const hits = await after.search(`佛系: ${foxi?.gloss}`, { topk: 5 });
+    const fused = hits.filter((h) => h.match === "hybrid");
+    assert.ok(fused.length > 0, JSON.stringify(hits));
+    for (const h of fused) {
+      assert.ok(
+        h.reasons?.some((r) => r.kind === "dense") && h.reasons.some((r) => r.kind === "bm25" || r.kind === "exact"),
+      );
+    }
+  });
+
+  it("reports a corrupt lexical index clearly and rebuilds it", async () => {
+    const index = config.indexDir;
+    const generation = (await readdir(index)).find((f) => f.startsWith("gen-"));
+    assert.ok(generation);
+    const files = await readdir(join(index, generation));
+    const victim = files.find((f) => f === "posting-docs.i32");
+    assert.ok(victim, files.join(" "));
+    await appendFile(join(index, generation, victim), "garbage");
+    await assert.rejects(RetrievalEngine.open(config), IndexCorruptError);
+    const rebuilt = await RetrievalEngine.rebuild(config);
+    assert.ok((await rebuilt.search("内卷", { topk: 1 })).length === 1);
+  });
+});
