@@ -17,16 +17,16 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, promises as fs, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { DenseRetriever } from "../extension/core/retrieval/dense/denseRetriever";
 import { SentenceEncoder } from "../extension/core/retrieval/dense/encoder";
 import { corpusFingerprint, passagesOf } from "../extension/core/retrieval/dense/passages";
-import { DenseRetriever } from "../extension/core/retrieval/dense/denseRetriever";
 import { DenseIndex } from "../extension/core/retrieval/dense/vectorIndex";
 import { HybridRetriever } from "../extension/core/retrieval/hybrid";
-import { LexicalIndex } from "../extension/core/retrieval/lexical";
 import { importCedict } from "../extension/core/retrieval/importers/cedict";
 import { importDictd } from "../extension/core/retrieval/importers/dictd";
 import { importEdict } from "../extension/core/retrieval/importers/edict";
 import { readLines } from "../extension/core/retrieval/importers/lines";
+import { LexicalIndex } from "../extension/core/retrieval/lexical";
 import type { Entry } from "../extension/core/retrieval/types";
 
 const ROOT = resolve(__dirname, "..");
@@ -298,14 +298,18 @@ async function main(): Promise<void> {
   const lexical = new LexicalIndex();
   for (const e of all) lexical.add(e, e.id.slice(0, e.id.indexOf(":")));
   const frozen = lexical.freeze();
-  console.log(`hybrid: lexical index over all ${all.length} entries built in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  console.log(
+    `hybrid: lexical index over all ${all.length} entries built in ${((performance.now() - t) / 1000).toFixed(1)} s`,
+  );
   const dense = await DenseRetriever.open(
     indexDir,
     encoder,
     fingerprint,
     (ordinal) => {
       const e = entries[ordinal];
-      return e && { id: e.id, headword: e.headword, gloss: e.gloss, lang: e.lang, source: e.id.slice(0, e.id.indexOf(":")) };
+      return (
+        e && { id: e.id, headword: e.headword, gloss: e.gloss, lang: e.lang, source: e.id.slice(0, e.id.indexOf(":")) }
+      );
     },
     frozen.corpusIds,
   );

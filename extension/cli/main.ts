@@ -7,9 +7,9 @@ import type { AgentEvent, PromptStyle, RetrievalMode } from "../core/agent/types
 import { createPolicy } from "../core/policy/factory";
 import { PolicyError } from "../core/policy/types";
 import { demoGlossaryPath, packageRoot } from "../core/resources";
-import { type CorpusSpec, loadIndex, writeEntriesJsonl } from "../core/retrieval/corpora";
+import { loadIndex, writeEntriesJsonl } from "../core/retrieval/corpora";
 import { summarize } from "../core/retrieval/importers/report";
-import { DEFAULT_SETTINGS, type GlossaSettings } from "../core/settings";
+import { corpusSpecs, DEFAULT_SETTINGS, type GlossaSettings } from "../core/settings";
 import { SERVE_RETRIEVER_USAGE, serveRetrieverCommand } from "./serveRetriever";
 
 const USAGE = `glossa — agentic translation from the command line
@@ -97,16 +97,6 @@ function settingsFrom(flags: Flags): GlossaSettings {
   };
 }
 
-function corpusSpecs(settings: GlossaSettings): CorpusSpec[] {
-  const specs: CorpusSpec[] = settings.glossaries.map((path) => ({
-    path,
-    sourceLang: settings.sourceLang,
-    targetLang: settings.targetLang,
-  }));
-  if (settings.includeDemoGlossary) specs.unshift({ path: demoGlossaryPath(), id: "demo-cc-cedict" });
-  return specs;
-}
-
 async function sourceTexts(flags: Flags, positionals: string[]): Promise<string[]> {
   if (flags.samples) {
     const text = await readFile(join(packageRoot(), "media", "samples", "zh-en.txt"), "utf8");
@@ -123,9 +113,10 @@ async function translate(flags: Flags, positionals: string[]): Promise<number> {
   const policy = await createPolicy(settings, {
     modelStorage: join(process.env.GLOSSA_HOME ?? join(homedir(), ".cache", "glossa"), "models"),
     apiKey: process.env.GLOSSA_API_KEY,
+    hint: "set GLOSSA_MODEL_PATH=/path/to/onnx-model-folder, or GLOSSA_ENDPOINT=http://host:port/v1 for an OpenAI-compatible server",
     onProgress: (message) => process.stderr.write(`${message}\n`),
   });
-  const { index, reports } = await loadIndex(corpusSpecs(settings));
+  const { index, reports } = await loadIndex(corpusSpecs(settings, demoGlossaryPath()));
   for (const report of reports) if (report.malformed) process.stderr.write(`${summarize(report)}\n`);
   const agent = new TranslationAgent(policy, index);
   const controller = new AbortController();
@@ -215,7 +206,7 @@ async function searchCommand(flags: Flags, positionals: string[]): Promise<numbe
   const query = positionals.join(" ");
   if (!query) throw new UsageError("usage: glossa search QUERY [--glossary F ...]");
   const settings = settingsFrom(flags);
-  const { index } = await loadIndex(corpusSpecs(settings));
+  const { index } = await loadIndex(corpusSpecs(settings, demoGlossaryPath()));
   const topk = Number(flags.topk ?? 5);
   if (!Number.isInteger(topk) || topk < 1) throw new UsageError("--topk must be a positive integer");
   const hits = await index.search(query, { topk });

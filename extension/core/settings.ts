@@ -1,5 +1,7 @@
 import type { AgentLimits, PromptStyle, RetrievalMode } from "./agent/types";
 import type { ContinuationStrategy } from "./policy/openai";
+import type { CorpusSpec } from "./retrieval/corpora";
+import type { EngineConfig } from "./retrieval/engine";
 
 /** Everything a translation needs to know, read from VS Code settings or CLI flags. */
 export interface GlossaSettings {
@@ -22,6 +24,25 @@ export interface GlossaSettings {
   contextChars: number;
   glossaries: string[];
   includeDemoGlossary: boolean;
+  retrieval: RetrievalSettings;
+}
+
+/** The optional layers of the retrieval engine; each is off when its main field is empty. */
+export interface RetrievalSettings {
+  maxGlossChars: number;
+  /** A local ONNX sentence-encoder folder: dense search fused with lexical search when set. */
+  encoderPath: string;
+  encoderDtype: "fp32" | "q8";
+  encoderQueryPrefix: string;
+  encoderPassagePrefix: string;
+  encoderPooling: "mean" | "cls";
+  /** Corpus languages for the LcRL hierarchy (query language first, then these, then the anchor); empty = off. */
+  hierarchyLanguages: string[];
+  hierarchyAnchor: string;
+  hierarchyStop: "enough" | "all";
+  online: "off" | "searxng" | "mediawiki";
+  onlineEndpoint: string;
+  onlineWhen: "fallback" | "always";
 }
 
 export const DEFAULT_SETTINGS: GlossaSettings = {
@@ -41,4 +62,60 @@ export const DEFAULT_SETTINGS: GlossaSettings = {
   contextChars: 400,
   glossaries: [],
   includeDemoGlossary: true,
+  retrieval: {
+    maxGlossChars: 2000,
+    encoderPath: "",
+    encoderDtype: "fp32",
+    encoderQueryPrefix: "",
+    encoderPassagePrefix: "",
+    encoderPooling: "mean",
+    hierarchyLanguages: [],
+    hierarchyAnchor: "en",
+    hierarchyStop: "enough",
+    online: "off",
+    onlineEndpoint: "",
+    onlineWhen: "fallback",
+  },
 };
+
+/** The corpora the settings name: the bundled demo glossary (unless turned off) and the user's glossaries. */
+export function corpusSpecs(settings: GlossaSettings, demoGlossary: string): CorpusSpec[] {
+  const specs: CorpusSpec[] = settings.glossaries.map((path) => ({
+    path,
+    sourceLang: settings.sourceLang,
+    targetLang: settings.targetLang,
+  }));
+  if (settings.includeDemoGlossary) specs.unshift({ path: demoGlossary, id: "demo-cc-cedict" });
+  return specs;
+}
+
+/** The retrieval engine the settings describe, over the index folder `indexDir`. */
+export function engineConfig(settings: GlossaSettings, indexDir: string, demoGlossary: string): EngineConfig {
+  const r = settings.retrieval;
+  return {
+    indexDir,
+    corpora: corpusSpecs(settings, demoGlossary),
+    maxGlossChars: r.maxGlossChars,
+    ...(r.encoderPath
+      ? {
+          dense: {
+            encoder: {
+              modelPath: r.encoderPath,
+              dtype: r.encoderDtype,
+              queryPrefix: r.encoderQueryPrefix,
+              passagePrefix: r.encoderPassagePrefix,
+              pooling: r.encoderPooling,
+            },
+          },
+        }
+      : {}),
+    ...(r.hierarchyLanguages.length
+      ? {
+          hierarchy: { languages: r.hierarchyLanguages, anchors: [r.hierarchyAnchor], stop: { kind: r.hierarchyStop } },
+        }
+      : {}),
+    ...(r.online !== "off" && r.onlineEndpoint
+      ? { online: { kind: r.online, endpoint: r.onlineEndpoint, when: r.onlineWhen } }
+      : {}),
+  };
+}

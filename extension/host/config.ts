@@ -2,7 +2,7 @@ import * as path from "node:path";
 import * as vscode from "vscode";
 import type { AgentLimits, PromptStyle, RetrievalMode } from "../core/agent/types";
 import type { ContinuationStrategy } from "../core/policy/openai";
-import { DEFAULT_SETTINGS, type GlossaSettings } from "../core/settings";
+import { DEFAULT_SETTINGS, type GlossaSettings, type RetrievalSettings } from "../core/settings";
 
 export const SECTION = "glossa";
 export const API_KEY_SECRET = "glossa.policy.apiKey";
@@ -37,6 +37,25 @@ export function readSettings(): GlossaSettings {
     contextChars: Math.max(0, get("agent.contextChars", DEFAULT_SETTINGS.contextChars)),
     glossaries: get<string[]>("retrieval.glossaries", []).map(resolvePath),
     includeDemoGlossary: get("retrieval.includeDemoGlossary", DEFAULT_SETTINGS.includeDemoGlossary),
+    retrieval: readRetrievalSettings(get),
+  };
+}
+
+function readRetrievalSettings(get: <T>(key: string, fallback: T) => T): RetrievalSettings {
+  const d = DEFAULT_SETTINGS.retrieval;
+  return {
+    maxGlossChars: positive(get("retrieval.maxGlossChars", d.maxGlossChars), d.maxGlossChars),
+    encoderPath: resolvePath(get("retrieval.encoderPath", d.encoderPath)),
+    encoderDtype: get<RetrievalSettings["encoderDtype"]>("retrieval.encoderDtype", d.encoderDtype),
+    encoderQueryPrefix: get("retrieval.encoderQueryPrefix", d.encoderQueryPrefix),
+    encoderPassagePrefix: get("retrieval.encoderPassagePrefix", d.encoderPassagePrefix),
+    encoderPooling: get<RetrievalSettings["encoderPooling"]>("retrieval.encoderPooling", d.encoderPooling),
+    hierarchyLanguages: get<string[]>("retrieval.hierarchy.languages", d.hierarchyLanguages),
+    hierarchyAnchor: get("retrieval.hierarchy.anchor", d.hierarchyAnchor),
+    hierarchyStop: get<RetrievalSettings["hierarchyStop"]>("retrieval.hierarchy.stop", d.hierarchyStop),
+    online: get<RetrievalSettings["online"]>("retrieval.online.provider", d.online),
+    onlineEndpoint: get("retrieval.online.endpoint", d.onlineEndpoint),
+    onlineWhen: get<RetrievalSettings["onlineWhen"]>("retrieval.online.when", d.onlineWhen),
   };
 }
 

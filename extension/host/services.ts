@@ -3,10 +3,10 @@ import * as vscode from "vscode";
 import { FeedbackStore } from "../core/feedback/store";
 import { createPolicy } from "../core/policy/factory";
 import type { PolicyBackend } from "../core/policy/types";
-import { type CorpusSpec, loadIndex } from "../core/retrieval/corpora";
+import { type EngineConfig, RetrievalEngine } from "../core/retrieval/engine";
 import { summarize } from "../core/retrieval/importers/report";
-import type { LexicalIndex } from "../core/retrieval/lexical";
-import type { GlossaSettings } from "../core/settings";
+import { IndexCorruptError } from "../core/retrieval/indexStore";
+import { engineConfig, type GlossaSettings } from "../core/settings";
 import { API_KEY_SECRET, readSettings, resolvePath, SECTION } from "./config";
 
 /**
@@ -17,7 +17,8 @@ export class Services implements vscode.Disposable {
   private policyKey = "";
   private policyPromise: Promise<PolicyBackend> | undefined;
   private retrieverKey = "";
-  private retrieverPromise: Promise<LexicalIndex> | undefined;
+  private retrieverPromise: Promise<RetrievalEngine> | undefined;
+  private denseBuild: Thenable<void> | undefined;
   private feedbackStore: FeedbackStore | undefined;
   private readonly output: vscode.LogOutputChannel;
   private readonly subscriptions: vscode.Disposable[] = [];
@@ -89,39 +90,97 @@ export class Services implements vscode.Disposable {
     return this.policyPromise;
   }
 
-  async retriever(): Promise<LexicalIndex> {
-    const s = this.settings();
-    const specs: CorpusSpec[] = s.glossaries.map((p) => ({
-      path: p,
-      sourceLang: s.sourceLang,
-      targetLang: s.targetLang,
-    }));
-    if (s.includeDemoGlossary) {
-      specs.unshift({
-        path: vscode.Uri.joinPath(this.extensionUri, "media", "glossary", "cc-cedict-idioms-neologisms.u8").fsPath,
-        id: "demo-cc-cedict",
-      });
-    }
-    const key = JSON.stringify(specs);
+  /**
+   * The retrieval engine over the configured corpora. The first call imports them into the index
+   * folder; later calls reuse it (an unchanged file is not parsed again). A corrupt index is offered
+   * for rebuilding; a dense index that is missing or stale is built in the background while lexical
+   * search serves.
+   */
+  async retriever(): Promise<RetrievalEngine> {
+    const config = engineConfig(this.settings(), this.indexDir(), this.demoGlossary());
+    const key = JSON.stringify(config);
     if (!this.retrieverPromise || key !== this.retrieverKey) {
       this.retrieverKey = key;
-      this.retrieverPromise = loadIndex(specs).then(({ index, reports }) => {
-        for (const report of reports) this.log(summarize(report));
-        const bad = reports.filter((r) => r.malformed > 0);
-        if (bad.length) {
-          void vscode.window.showWarningMessage(
-            `Glossa: ${bad.map((r) => `${path.basename(r.file)}: ${r.malformed} malformed line(s)`).join("; ")}. See the Glossa output for where.`,
-          );
-        }
-        return index;
-      });
-      const created = this.retrieverPromise;
+      const created = this.openEngine(config);
+      this.retrieverPromise = created;
       created.catch(() => {
         if (this.retrieverPromise === created) this.retrieverPromise = undefined;
       });
       return created;
     }
     return this.retrieverPromise;
+  }
+
+  private async openEngine(config: EngineConfig): Promise<RetrievalEngine> {
+    const hooks = { onProgress: this.log, onWarning: (m: string) => this.log(`retrieval: ${m}`) };
+    let engine: RetrievalEngine;
+    try {
+      engine = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Window, title: "Glossa: loading glossaries" },
+        () => RetrievalEngine.open(config, hooks),
+      );
+    } catch (e) {
+      if (!(e instanceof IndexCorruptError)) throw e;
+      const choice = await vscode.window.showErrorMessage(`Glossa: ${e.message}`, "Rebuild index");
+      if (choice !== "Rebuild index") throw e;
+      engine = await vscode.window.withProgress(
+        { location: vscode.ProgressLocation.Notification, title: "Glossa: rebuilding the glossary index" },
+        () => RetrievalEngine.rebuild(config, hooks),
+      );
+    }
+    for (const report of engine.update.reports) {
+      this.log(summarize(report));
+      if (report.malformed > 0) {
+        void vscode.window.showWarningMessage(
+          `Glossa: ${path.basename(report.file)}: ${report.malformed} malformed record(s) skipped. See the Glossa output for where.`,
+        );
+      }
+    }
+    if (engine.dense.kind === "needs-build") this.buildDenseInBackground(engine);
+    return engine;
+  }
+
+  /** Dense vectors take minutes to hours for a large dictionary: build them off the main thread, cancellably. */
+  private buildDenseInBackground(engine: RetrievalEngine): void {
+    if (this.denseBuild) return;
+    this.denseBuild = vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: "Glossa: building the dense index", cancellable: true },
+      async (progress, token) => {
+        const controller = new AbortController();
+        token.onCancellationRequested(() => controller.abort());
+        let reported = 0;
+        try {
+          const result = await engine.buildDense({
+            signal: controller.signal,
+            onProgress: (p) => {
+              const percent = p.total ? (100 * p.done) / p.total : 0;
+              progress.report({
+                increment: percent - reported,
+                message: `${p.done}/${p.total} (${Math.round(p.ratePerSec)}/s, ${Math.round(p.etaSec / 60)} min left)`,
+              });
+              reported = percent;
+            },
+          });
+          this.log(
+            `dense index built: ${result.manifest.count} vectors (${result.encoded} encoded, ${result.reused} reused)`,
+          );
+          this.retrieverPromise = undefined; // the next search opens the engine with the dense half
+        } catch (e) {
+          this.log(`dense index build stopped: ${(e as Error).message} (it resumes from its checkpoint next time)`);
+        } finally {
+          this.denseBuild = undefined;
+        }
+      },
+    );
+  }
+
+  private indexDir(): string {
+    const configured = vscode.workspace.getConfiguration(SECTION).get<string>("retrieval.indexFolder", "");
+    return configured ? resolvePath(configured) : vscode.Uri.joinPath(this.context.globalStorageUri, "index").fsPath;
+  }
+
+  private demoGlossary(): string {
+    return vscode.Uri.joinPath(this.extensionUri, "media", "glossary", "cc-cedict-idioms-neologisms.u8").fsPath;
   }
 
   feedback(): FeedbackStore {

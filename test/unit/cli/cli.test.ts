@@ -3,11 +3,14 @@ import { execFile } from "node:child_process";
 import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ScriptedCompletion, ScriptedOpenAIServer } from "../../support/scriptedServer";
 import { ROOT } from "../../support/paths";
+import { type ScriptedCompletion, ScriptedOpenAIServer } from "../../support/scriptedServer";
 
 /** Runs the CLI from its TypeScript source in a child process, as a user would run dist/cli.js. */
-function cli(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function cli(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
@@ -31,14 +34,29 @@ describe("command line", function () {
 
   it("translates the samples against an endpoint, one JSON trajectory per line", async () => {
     const scripts: ScriptedCompletion[] = [
-      { when: { contains: "狗咬吕洞宾", turn: 1 }, text: "<think>idiom</think><search>狗咬吕洞宾</search>", repeat: true },
+      {
+        when: { contains: "狗咬吕洞宾", turn: 1 },
+        text: "<think>idiom</think><search>狗咬吕洞宾</search>",
+        repeat: true,
+      },
       { when: { turn: 2 }, text: "<translation>Don't bite the hand that helps you.</translation>", repeat: true },
       { when: { turn: 1 }, text: "<think>plain</think><translation>A plain translation.</translation>", repeat: true },
     ];
     server.setScripts(scripts);
-    const { code, stdout, stderr } = await cli(["translate", "--samples", "--json", "--endpoint", url, "--model", "scripted"]);
+    const { code, stdout, stderr } = await cli([
+      "translate",
+      "--samples",
+      "--json",
+      "--endpoint",
+      url,
+      "--model",
+      "scripted",
+    ]);
     assert.equal(code, 0, stderr);
-    const lines = stdout.trim().split("\n").map((l) => JSON.parse(l) as { translation: string; searches: number });
+    const lines = stdout
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { translation: string; searches: number });
     assert.equal(lines.length, 6);
     assert.equal(lines[0]?.translation, "Don't bite the hand that helps you.");
     assert.equal(lines[0]?.searches, 1);
