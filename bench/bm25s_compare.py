@@ -62,12 +62,14 @@ def main() -> None:
         total += len(mine)
         identical += int(theirs == set(mine))
     print(
-        f"bm25s {bm25s.__version__} ({backend} backend, numpy {np.__version__}): {len(docs):,} docs indexed in {build_s:.1f} s; "
+        f"bm25s {bm25s.__version__} ({backend} backend, numpy {np.__version__}): "
+        f"{len(docs):,} docs indexed in {build_s:.1f} s; "
         f"{len(usable)} queries: p50 {p50:.2f} ms, p95 {p95:.2f} ms"
     )
     print(
         f"ours / bm25s: p50 {ours['p50'] / p50:.2f}x, p95 {ours['p95'] / p95:.2f}x (below 1 = ours faster); "
-        f"top-10 overlap {100 * same / max(total, 1):.1f}% of our results, identical sets for {100 * identical / max(len(usable), 1):.1f}% of queries "
+        f"top-10 overlap {100 * same / max(total, 1):.1f}% of our results, "
+        f"identical sets for {100 * identical / max(len(usable), 1):.1f}% of queries "
         "(ties at the cut-off may differ in order)"
     )
 

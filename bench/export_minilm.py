@@ -77,9 +77,7 @@ def main() -> int:
 
     reference_model = SentenceTransformer(str(source), device="cpu")
     reference_model.max_seq_length = MAX_LENGTH
-    reference = reference_model.encode(
-        TEXTS, normalize_embeddings=True, convert_to_numpy=True
-    )
+    reference = reference_model.encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True)
 
     tokenizer = AutoTokenizer.from_pretrained(str(source))
     bert = AutoModel.from_pretrained(str(source), attn_implementation="eager").eval()
@@ -120,18 +118,11 @@ def main() -> int:
         weight_type=QuantType.QInt8,
     )
 
-    batch = tokenizer(
-        TEXTS, padding=True, truncation=True, max_length=MAX_LENGTH, return_tensors="np"
-    )
-    feeds = {
-        k: batch[k].astype(np.int64)
-        for k in ["input_ids", "attention_mask", "token_type_ids"]
-    }
+    batch = tokenizer(TEXTS, padding=True, truncation=True, max_length=MAX_LENGTH, return_tensors="np")
+    feeds = {k: batch[k].astype(np.int64) for k in ["input_ids", "attention_mask", "token_type_ids"]}
     worst = {}
     for variant in ["model.onnx", "model_quantized.onnx"]:
-        session = ort.InferenceSession(
-            str(tmp / "onnx" / variant), providers=["CPUExecutionProvider"]
-        )
+        session = ort.InferenceSession(str(tmp / "onnx" / variant), providers=["CPUExecutionProvider"])
         (hidden,) = session.run(["last_hidden_state"], feeds)
         got = mean_pool_normalize(hidden, feeds["attention_mask"])
         worst[variant] = float(np.abs(got - reference).max())
@@ -153,9 +144,7 @@ def main() -> int:
         "texts": [
             {
                 "text": t,
-                "input_ids": tokenizer(t, truncation=True, max_length=MAX_LENGTH)[
-                    "input_ids"
-                ],
+                "input_ids": tokenizer(t, truncation=True, max_length=MAX_LENGTH)["input_ids"],
                 "embedding": reference[i].tolist(),
             }
             for i, t in enumerate(TEXTS)

@@ -29,9 +29,7 @@ def exact_topk(vectors: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:
 
 
 def recall(found: np.ndarray, truth: np.ndarray) -> float:
-    hits = sum(
-        len(set(f[f >= 0].tolist()) & set(t.tolist())) for f, t in zip(found, truth)
-    )
+    hits = sum(len(set(f[f >= 0].tolist()) & set(t.tolist())) for f, t in zip(found, truth, strict=True))
     return hits / truth.size
 
 
@@ -51,15 +49,9 @@ def main() -> None:
     args = parser.parse_args()
     faiss.omp_set_num_threads(args.threads)
 
-    vectors = np.fromfile(args.dir / "vectors.f32", dtype=np.float32).reshape(
-        -1, args.dim
-    )
-    queries = np.fromfile(args.dir / "queries.f32", dtype=np.float32).reshape(
-        -1, args.dim
-    )
-    hnswlib_labels = np.fromfile(
-        args.dir / "hnswlib-labels.i32", dtype=np.int32
-    ).reshape(-1, args.k)
+    vectors = np.fromfile(args.dir / "vectors.f32", dtype=np.float32).reshape(-1, args.dim)
+    queries = np.fromfile(args.dir / "queries.f32", dtype=np.float32).reshape(-1, args.dim)
+    hnswlib_labels = np.fromfile(args.dir / "hnswlib-labels.i32", dtype=np.int32).reshape(-1, args.k)
 
     started = time.perf_counter()
     truth = exact_topk(vectors, queries, args.k)

@@ -27,8 +27,8 @@ step "python environment and tiny test models"
 bash scripts/build-tiny-models.sh
 
 step "python lint"
-.venv/bin/ruff check trainer test/fixtures/models
-.venv/bin/ruff format --check trainer test/fixtures/models
+.venv/bin/ruff check trainer test/fixtures/models bench
+.venv/bin/ruff format --check trainer test/fixtures/models bench
 
 step "real VS Code for end-to-end tests (code-server, chromium, playwright-core)"
 bash "$SHARED/tools/vscode-e2e-setup.sh" "$E2E_DIR" >/tmp/glossa-e2e-setup.log 2>&1 || { tail -40 /tmp/glossa-e2e-setup.log; exit 1; }
