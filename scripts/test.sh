@@ -30,6 +30,9 @@ step "python lint"
 .venv/bin/ruff check trainer test/fixtures/models bench
 .venv/bin/ruff format --check trainer test/fixtures/models bench
 
+step "python tests (trainer: the protocol replayed from protocol/golden)"
+(cd trainer && ../.venv/bin/python -m pytest tests -q)
+
 step "real VS Code for end-to-end tests (code-server, chromium, playwright-core)"
 bash "$SHARED/tools/vscode-e2e-setup.sh" "$E2E_DIR" >/tmp/glossa-e2e-setup.log 2>&1 || { tail -40 /tmp/glossa-e2e-setup.log; exit 1; }
 # shellcheck disable=SC1091

@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { buildMessages, fillTemplate, formatEvidence, languageName } from "../../../extension/core/agent/prompt";
 import type { SearchHit } from "../../../extension/core/retrieval/types";
+import committedPrompts from "../../../protocol/golden/prompts.json";
+import { promptVectors } from "../../../scripts/make-prompt-vectors";
 
 const hit = (gloss: string): SearchHit => ({
   id: "c:1",
@@ -66,5 +68,15 @@ describe("prompts", () => {
     assert.equal(languageName("zh-CN"), "Chinese");
     assert.equal(languageName("tlh"), "tlh");
     assert.equal(fillTemplate("{a}{b}", { a: "1" }), "1{b}");
+  });
+});
+
+describe("prompt golden vectors (shared with the trainer)", () => {
+  it("are what the prompt builder produces today", () => {
+    assert.deepEqual(
+      JSON.parse(JSON.stringify(promptVectors())),
+      committedPrompts,
+      "run `npx tsx scripts/make-prompt-vectors.ts`",
+    );
   });
 });

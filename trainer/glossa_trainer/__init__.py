@@ -1,0 +1,1 @@
+"""Glossa's trainer: the Python side of the protocol shared with the extension."""
