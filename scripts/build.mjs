@@ -48,6 +48,8 @@ export const ENTRIES = [
     outfile: "dist/dense-build-worker.js",
     options: { ...node },
   },
+  { name: "electron-run", entry: "test/electron/run.ts", outfile: "dist/electron-run.js", options: { ...node } },
+  { name: "electron-suite", entry: "test/electron/suite.ts", outfile: "dist/electron-suite.js", options: { ...node } },
   { name: "e2e", entry: "test/e2e/run.ts", outfile: "dist/e2e.js", options: { ...node } },
   {
     name: "scripted-server",

@@ -46,6 +46,9 @@ mocha_failed=$(grep -Eo '^ +[0-9]+ failing' /tmp/glossa-mocha.log | grep -Eo '[0
 step "package the extension (.vsix for linux-x64)"
 bash scripts/package.sh
 
+step "desktop VS Code (@vscode/test-electron), where it can be downloaded"
+node dist/electron-run.js
+
 step "end-to-end in a real VS Code"
 node dist/e2e.js
 e2e_passed=1
