@@ -50,6 +50,12 @@ export const ENTRIES = [
   },
   { name: "electron-run", entry: "test/electron/run.ts", outfile: "dist/electron-run.js", options: { ...node } },
   { name: "electron-suite", entry: "test/electron/suite.ts", outfile: "dist/electron-suite.js", options: { ...node } },
+  {
+    name: "index-update-worker",
+    entry: "extension/core/retrieval/indexUpdateWorker.ts",
+    outfile: "dist/index-update-worker.js",
+    options: { ...node },
+  },
   { name: "e2e", entry: "test/e2e/run.ts", outfile: "dist/e2e.js", options: { ...node } },
   {
     name: "scripted-server",

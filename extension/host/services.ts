@@ -112,7 +112,7 @@ export class Services implements vscode.Disposable {
   }
 
   private async openEngine(config: EngineConfig): Promise<RetrievalEngine> {
-    const hooks = { onProgress: this.log, onWarning: (m: string) => this.log(`retrieval: ${m}`) };
+    const hooks = { onProgress: this.log, onWarning: (m: string) => this.log(`retrieval: ${m}`), updateInWorker: true };
     let engine: RetrievalEngine;
     try {
       engine = await vscode.window.withProgress(

@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { updateIndexInBackground } from "./backgroundUpdate";
 import type { CorpusSpec } from "./corpora";
 import { type BackgroundBuildOptions, buildDenseIndexInBackground } from "./dense/backgroundBuild";
 import type { DenseBuildResult } from "./dense/denseBuild";
@@ -32,6 +33,8 @@ export interface EngineConfig {
 
 export interface EngineHooks {
   onProgress?: (message: string) => void;
+  /** Import and index in a worker thread (the editor's thread must never be busy for minutes). */
+  updateInWorker?: boolean;
   /** Problems that do not stop a search (an online tier down, a dense index being built). */
   onWarning?: (message: string) => void;
 }
@@ -64,7 +67,9 @@ export class RetrievalEngine implements Retriever {
    */
   static async open(config: EngineConfig, hooks: EngineHooks = {}): Promise<RetrievalEngine> {
     const store = new IndexStore(config.indexDir, { onProgress: hooks.onProgress });
-    const update = await store.update(config.corpora);
+    const update = hooks.updateInWorker
+      ? await updateIndexInBackground(config.indexDir, config.corpora, { onProgress: hooks.onProgress })
+      : await store.update(config.corpora);
     const { index } = await store.load();
     let retriever: Retriever = index;
     let dense: DenseState = { kind: "off" };
@@ -93,7 +98,11 @@ export class RetrievalEngine implements Retriever {
 
   /** Rebuilds the lexical index from its sources (the answer to IndexCorruptError). */
   static async rebuild(config: EngineConfig, hooks: EngineHooks = {}): Promise<RetrievalEngine> {
-    await new IndexStore(config.indexDir, { onProgress: hooks.onProgress }).update(config.corpora, { force: true });
+    if (hooks.updateInWorker) {
+      await updateIndexInBackground(config.indexDir, config.corpora, { force: true, onProgress: hooks.onProgress });
+    } else {
+      await new IndexStore(config.indexDir, { onProgress: hooks.onProgress }).update(config.corpora, { force: true });
+    }
     return RetrievalEngine.open(config, hooks);
   }
 

@@ -121,3 +121,30 @@ describe("retrieval engine (lexical + dense + hierarchy + online, composed)", fu
     assert.ok((await rebuilt.search("内卷", { topk: 1 })).length === 1);
   });
 });
+
+describe("retrieval engine importing in a worker thread", function () {
+  this.timeout(120_000);
+  it("imports in the worker, keeps the event loop free, and passes typed errors back", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "glossa-engine-worker-"));
+    try {
+      const config: EngineConfig = { indexDir: join(dir, "index"), corpora: [{ path: DEMO_GLOSSARY, id: "demo" }] };
+      const progress: string[] = [];
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 5);
+      const engine = await RetrievalEngine.open(config, { updateInWorker: true, onProgress: (m) => progress.push(m) });
+      clearInterval(timer);
+      assert.equal(engine.update.rebuilt, true);
+      assert.ok(progress.length > 0);
+      assert.ok(ticks > 10, `the main thread kept running timers during the import (${ticks} ticks)`);
+      assert.equal((await engine.search("佛系", { topk: 1 }))[0]?.headword, "佛系");
+      const again = await RetrievalEngine.open(config, { updateInWorker: true });
+      assert.equal(again.update.rebuilt, false);
+      await assert.rejects(
+        RetrievalEngine.open({ ...config, corpora: [{ path: join(dir, "missing.u8") }] }, { updateInWorker: true }),
+        /ENOENT|no such file/,
+      );
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
