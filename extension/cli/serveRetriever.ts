@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { demoGlossaryPath } from "../core/resources";
 import { type CorpusSpec, loadIndex } from "../core/retrieval/corpora";
+import { RetrievalEngine } from "../core/retrieval/engine";
 import { HierarchicalRetriever } from "../core/retrieval/hierarchy";
 import { summarize } from "../core/retrieval/importers/report";
 import { isLoopback, RetrievalServer } from "../core/retrieval/server";
@@ -11,10 +12,13 @@ export const SERVE_RETRIEVER_USAGE = `glossa serve-retriever — the retrieval s
   glossa serve-retriever [--glossary F ...] [--no-demo-glossary] [--from LANG --to LANG]
                          [--port 8765] [--host 127.0.0.1] [--allow-remote]
                          [--topk-max 50] [--topk-default 5] [--max-queries 512] [--cache-entries 10000]
-                         [--languages zh,ja,ko,en] [--anchor en]
+                         [--languages zh,ja,ko,en] [--anchor en] [--index DIR [--encoder DIR]]
 
   --glossary F        a corpus to serve (repeatable): CC-CEDICT (.u8), TSV/CSV, or Glossa entry JSONL
   --from/--to         languages of TSV/CSV glossaries whose header does not name them (default zh/en)
+  --index DIR         serve from an index folder (imported once, reused; the extension's
+                      glossa.retrieval.indexFolder) instead of loading the corpora into memory
+  --encoder DIR       with --index: fuse dense search from this ONNX sentence encoder (hybrid)
   --host              bind address; anything but loopback also needs --allow-remote
   --languages L,...   search the LcRL hierarchy over these corpus languages: the query's language first,
                       then the others in this order, then the anchor (--anchor, default en)`;
@@ -60,23 +64,51 @@ export async function serveRetrieverCommand(argv: string[]): Promise<number> {
   if (!flags["no-demo-glossary"]) specs.unshift({ path: demoGlossaryPath(), id: "demo-cc-cedict" });
   if (specs.length === 0) return usage("nothing to serve: give --glossary F or drop --no-demo-glossary");
 
+  const languages = (flags.languages ?? "")
+    .split(",")
+    .map((l) => l.trim())
+    .filter(Boolean);
+  const hierarchy = languages.length ? { languages, anchors: [flags.anchor ?? "en"] } : undefined;
   let retriever: Retriever;
   try {
     const started = Date.now();
-    const { index, reports } = await loadIndex(specs);
-    for (const report of reports) process.stderr.write(`${summarize(report)}\n`);
-    process.stderr.write(`loaded ${index.size} entries in ${Date.now() - started} ms\n`);
-    retriever = index;
+    if (flags.index) {
+      // The index folder the extension uses (glossa.retrieval.indexFolder): same files, same engine.
+      const engine = await RetrievalEngine.open(
+        {
+          indexDir: flags.index,
+          corpora: specs,
+          ...(flags.encoder ? { dense: { encoder: { modelPath: flags.encoder } } } : {}),
+          ...(hierarchy ? { hierarchy } : {}),
+        },
+        {
+          onProgress: (m) => process.stderr.write(`${m}\n`),
+          onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
+        },
+      );
+      for (const report of engine.update.reports) process.stderr.write(`${summarize(report)}\n`);
+      if (engine.dense.kind === "needs-build") {
+        process.stderr.write("building the dense index (this can take long; it resumes if interrupted)\n");
+        await engine.buildDense({ onProgress: (p) => process.stderr.write(`  ${p.done}/${p.total}\r`) });
+        retriever = await RetrievalEngine.open({
+          indexDir: flags.index,
+          corpora: specs,
+          dense: { encoder: { modelPath: flags.encoder! } },
+          ...(hierarchy ? { hierarchy } : {}),
+        });
+      } else retriever = engine;
+      process.stderr.write(
+        `index ${flags.index}: ${engine.lexical.size} entries ready in ${Date.now() - started} ms\n`,
+      );
+    } else {
+      const { index, reports } = await loadIndex(specs);
+      for (const report of reports) process.stderr.write(`${summarize(report)}\n`);
+      process.stderr.write(`loaded ${index.size} entries in ${Date.now() - started} ms\n`);
+      retriever = hierarchy ? new HierarchicalRetriever(index, hierarchy) : index;
+    }
   } catch (e) {
     process.stderr.write(`glossa: cannot load the corpora: ${(e as Error).message}\n`);
     return 2;
-  }
-  if (flags.languages) {
-    const languages = flags.languages
-      .split(",")
-      .map((l) => l.trim())
-      .filter(Boolean);
-    retriever = new HierarchicalRetriever(retriever, { languages, anchors: [flags.anchor ?? "en"] });
   }
 
   let server: RetrievalServer;
@@ -129,6 +161,8 @@ function parse(argv: string[]) {
       "cache-entries": { type: "string" },
       languages: { type: "string" },
       anchor: { type: "string" },
+      index: { type: "string" },
+      encoder: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
