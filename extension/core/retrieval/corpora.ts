@@ -8,6 +8,7 @@ import { importDictd } from "./importers/dictd";
 import { importDocuments } from "./importers/documents";
 import { importEdict } from "./importers/edict";
 import { importIdiomKb } from "./importers/idiomkb";
+import { readJsonRecords } from "./importers/jsonRecords";
 import { readLines } from "./importers/lines";
 import { type ImportReport, newReport, recordMalformed } from "./importers/report";
 import { importTbx } from "./importers/tbx";
@@ -187,26 +188,21 @@ export async function writeEntriesJsonl(spec: CorpusSpec, out: string): Promise<
 
 async function importJsonl(file: string, onEntry: (entry: Entry) => void): Promise<ImportReport> {
   const report = newReport(file);
-  for await (const { line, number } of readLines(file)) {
-    if (!line.trim()) {
-      report.skipped++;
+  for await (const record of readJsonRecords(file)) {
+    if (!record.ok) {
+      recordMalformed(report, record.line, record.reason);
       continue;
     }
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch {
-      recordMalformed(report, number, "not valid JSON");
-      continue;
-    }
-    const e = value as Partial<Entry>;
+    const e = record.value as Partial<Entry> | null;
     if (
+      typeof e !== "object" ||
+      e === null ||
       typeof e.id !== "string" ||
       typeof e.headword !== "string" ||
       typeof e.gloss !== "string" ||
       typeof e.lang !== "string"
     ) {
-      recordMalformed(report, number, "an entry needs string id, headword, gloss and lang");
+      recordMalformed(report, record.line, "an entry needs string id, headword, gloss and lang");
       continue;
     }
     onEntry(e as Entry);

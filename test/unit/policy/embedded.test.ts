@@ -12,6 +12,7 @@ import {
   PolicyError,
 } from "../../../extension/core/policy/types";
 import { HubServer } from "../../support/hubServer";
+import { expectPolicyError } from "../../support/policyErrors";
 
 const TINY = path.resolve("build/tiny-models/glossa-tiny-qwen2");
 const STOP = "</search>";
@@ -43,18 +44,6 @@ async function run(policy: EmbeddedPolicy, request: GenerateRequest): Promise<Ru
 
 function firstTurn(ex: Example, extra: Partial<GenerateRequest> = {}): GenerateRequest {
   return { messages: ex.messages, assistantPrefix: "", stop: [STOP], maxTokens: 512, ...extra };
-}
-
-async function expectPolicyError(promise: Promise<unknown>, code: string): Promise<PolicyError> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof PolicyError, `expected a PolicyError, got ${String(err)}`);
-    assert.equal(err.code, code, err.message);
-    assert.ok(!err.message.includes("\n"), `message should be one line: ${err.message}`);
-    return err;
-  }
-  assert.fail(`expected PolicyError(${code})`);
 }
 
 describe("EmbeddedPolicy (tiny trained Qwen2, ONNX)", function () {

@@ -5,23 +5,12 @@ import path from "node:path";
 import { type DownloadProgress, ensureModel, modelFolder, sha256File } from "../../../extension/core/policy/modelStore";
 import { PolicyError } from "../../../extension/core/policy/types";
 import { HubServer } from "../../support/hubServer";
+import { expectPolicyError } from "../../support/policyErrors";
 
 const TINY = path.resolve("build/tiny-models/glossa-tiny-qwen2");
 const MODEL = "glossa/tiny-qwen2";
 const ONNX = "onnx/model.onnx";
 const NEEDED = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", ONNX];
-
-async function expectPolicyError(promise: Promise<unknown>, code: string): Promise<PolicyError> {
-  try {
-    await promise;
-  } catch (err) {
-    assert.ok(err instanceof PolicyError, `expected a PolicyError, got ${String(err)}`);
-    assert.equal(err.code, code, err.message);
-    assert.ok(!err.message.includes("\n"), `message should be one line: ${err.message}`);
-    return err;
-  }
-  assert.fail(`expected PolicyError(${code})`);
-}
 
 describe("modelStore", function () {
   this.timeout(20_000);
