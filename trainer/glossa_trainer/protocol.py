@@ -136,7 +136,7 @@ def parse_tool_call(body: str) -> dict[str, str]:
     if not isinstance(value, dict):
         return {"reason": "tool call is not a JSON object"}
     if value.get("name") != "search":
-        return {"reason": f"unknown tool {json.dumps(value.get('name'))}; only \"search\" exists"}
+        return {"reason": f'unknown tool {json.dumps(value.get("name"))}; only "search" exists'}
     args = value.get("arguments")
     if isinstance(args, str):
         try:
