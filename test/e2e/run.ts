@@ -378,6 +378,45 @@ async function main(): Promise<void> {
       server.requests.length === 2 && /<information>/.test(JSON.stringify(server.requests[1]?.body.messages)),
     );
     await page.screenshot({ path: join(shots, "e2e-after-undo.png") });
+
+    // A second translation of the same sentence, started with the keybinding, rejected this time: the
+    // index and the panel exist now, so this also measures a warm start.
+    await lines.click();
+    await page.keyboard.press("Control+G");
+    await quickInput.waitFor();
+    await quickInput.fill(":3");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Home");
+    await page.keyboard.press("Shift+End");
+    const panelStatus = panel.locator("#status");
+    const secondAt = Date.now();
+    await page.keyboard.press("Control+Alt+T");
+    const until = Date.now() + 30_000;
+    while (((await panelStatus.textContent()) ?? "").startsWith("Done") && Date.now() < until) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await panel.locator(".step-think").first().waitFor({ timeout: 30_000 });
+    const warmFirstStepMs = Date.now() - secondAt;
+    log(`second run: first step shown ${warmFirstStepMs} ms after the keybinding`);
+    while (server.requests.length < 4 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
+    check("the keybinding starts a translation", server.requests.length === 4, `${server.requests.length} requests`);
+    await panel.locator("#btn-reject:not([disabled])").waitFor({ timeout: 30_000 });
+    await panel.locator("#btn-reject").click();
+    const rejectDeadline = Date.now() + 10_000;
+    let decisions: string[] = [];
+    while (Date.now() < rejectDeadline) {
+      decisions = readFileSync(feedbackFile, "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => (JSON.parse(l) as { decision: string }).decision);
+      if (decisions.length === 2) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    check(
+      "Reject appends a second record and leaves the text alone",
+      decisions.join(",") === "accepted,rejected" && readFileSync(letter, "utf8").includes(SOURCE),
+      decisions.join(","),
+    );
     const extensionLog = glossaLog(dirs.user);
     writeFileSync(join(shots, "e2e-glossa.log"), extensionLog);
     const activation = activationMs(extensionLog);
@@ -385,7 +424,12 @@ async function main(): Promise<void> {
     writeFileSync(
       join(shots, "e2e-timings.json"),
       JSON.stringify(
-        { activationMs: activation, commandToFirstStepMs: firstStepMs, commandToTranslationMs: allShownMs },
+        {
+          activationMs: activation,
+          commandToFirstStepMs: firstStepMs,
+          commandToTranslationMs: allShownMs,
+          warmCommandToFirstStepMs: warmFirstStepMs,
+        },
         null,
         2,
       ),
