@@ -16,11 +16,11 @@ type WorkerMessage =
 export function updateIndexInBackground(
   root: string,
   specs: CorpusSpec[],
-  options: { force?: boolean; onProgress?: (message: string) => void; workerScript?: string } = {},
+  options: { force?: boolean; prune?: boolean; onProgress?: (message: string) => void; workerScript?: string } = {},
 ): Promise<UpdateResult> {
   const script = options.workerScript ?? defaultWorkerScript();
   const worker = new Worker(script, {
-    workerData: { root, specs, force: options.force ?? false },
+    workerData: { root, specs, force: options.force ?? false, prune: options.prune ?? false },
     ...(script.endsWith(".ts") ? { execArgv: ["--require", require.resolve("tsx/cjs")] } : {}),
   });
   return new Promise<UpdateResult>((resolve, reject) => {

@@ -23,6 +23,7 @@ import type { Retriever, SearchHit, SearchOptions } from "./types";
 export interface EngineConfig {
   /** Folder of the lexical index store (the dense index lives in `<indexDir>/dense`). */
   indexDir: string;
+  /** Exactly the corpora to search: the index drops any it held that are not named here. */
   corpora: CorpusSpec[];
   dense?: { encoder: SentenceEncoderOptions; weight?: number; lexicalWeight?: number };
   hierarchy?: HierarchySettings;
@@ -68,8 +69,8 @@ export class RetrievalEngine implements Retriever {
   static async open(config: EngineConfig, hooks: EngineHooks = {}): Promise<RetrievalEngine> {
     const store = new IndexStore(config.indexDir, { onProgress: hooks.onProgress });
     const update = hooks.updateInWorker
-      ? await updateIndexInBackground(config.indexDir, config.corpora, { onProgress: hooks.onProgress })
-      : await store.update(config.corpora);
+      ? await updateIndexInBackground(config.indexDir, config.corpora, { prune: true, onProgress: hooks.onProgress })
+      : await store.update(config.corpora, { prune: true });
     const { index } = await store.load();
     let retriever: Retriever = index;
     let dense: DenseState = { kind: "off" };
@@ -99,9 +100,16 @@ export class RetrievalEngine implements Retriever {
   /** Rebuilds the lexical index from its sources (the answer to IndexCorruptError). */
   static async rebuild(config: EngineConfig, hooks: EngineHooks = {}): Promise<RetrievalEngine> {
     if (hooks.updateInWorker) {
-      await updateIndexInBackground(config.indexDir, config.corpora, { force: true, onProgress: hooks.onProgress });
+      await updateIndexInBackground(config.indexDir, config.corpora, {
+        force: true,
+        prune: true,
+        onProgress: hooks.onProgress,
+      });
     } else {
-      await new IndexStore(config.indexDir, { onProgress: hooks.onProgress }).update(config.corpora, { force: true });
+      await new IndexStore(config.indexDir, { onProgress: hooks.onProgress }).update(config.corpora, {
+        force: true,
+        prune: true,
+      });
     }
     return RetrievalEngine.open(config, hooks);
   }

@@ -68,6 +68,8 @@ export interface UpdateResult {
   imported: string[];
   /** Corpora whose source files had not changed (not parsed again). */
   unchanged: string[];
+  /** Corpora dropped from the index because an update with `prune` no longer named them. */
+  removed: string[];
   reports: ImportReport[];
   /** False when nothing had changed and the index was left as it was. */
   rebuilt: boolean;
@@ -117,19 +119,23 @@ export class IndexStore {
 
   /**
    * Imports the given corpora (re-parsing only those whose source file changed) and rebuilds the
-   * index when anything changed. Corpora already in the store and not named here are kept.
+   * index when anything changed. Corpora already in the store and not named here are kept, unless
+   * `prune` is set: then the named corpora are exactly what the index holds afterwards.
    */
-  async update(specs: CorpusSpec[], { force = false }: { force?: boolean } = {}): Promise<UpdateResult> {
+  async update(
+    specs: CorpusSpec[],
+    { force = false, prune = false }: { force?: boolean; prune?: boolean } = {},
+  ): Promise<UpdateResult> {
     await mkdir(this.root, { recursive: true });
     const release = await this.lock();
     try {
-      return await this.updateLocked(specs, force);
+      return await this.updateLocked(specs, force, prune);
     } finally {
       await release();
     }
   }
 
-  private async updateLocked(specs: CorpusSpec[], force: boolean): Promise<UpdateResult> {
+  private async updateLocked(specs: CorpusSpec[], force: boolean, prune: boolean): Promise<UpdateResult> {
     await this.removeTemporaries();
     const generation = await this.currentGeneration();
     let previous: IndexManifest | null = null;
@@ -154,9 +160,11 @@ export class IndexStore {
       plans.push({ spec: { ...spec, path: file }, id, fingerprint, ...(unchanged ? { kept: old } : {}) });
     }
     const named = new Set(plans.map((p) => p.id));
-    const others = (previous?.corpora ?? []).filter((c) => !named.has(c.id));
-    if (previous && plans.every((p) => p.kept)) {
-      return { imported: [], unchanged: plans.map((p) => p.id), reports: [], rebuilt: false };
+    const unnamed = (previous?.corpora ?? []).filter((c) => !named.has(c.id));
+    const others = prune ? [] : unnamed;
+    const removed = prune ? unnamed.map((c) => c.id) : [];
+    if (previous && plans.every((p) => p.kept) && removed.length === 0) {
+      return { imported: [], unchanged: plans.map((p) => p.id), removed, reports: [], rebuilt: false };
     }
 
     const tmp = join(this.root, `.tmp-${process.pid}-${randomBytes(4).toString("hex")}`);
@@ -214,6 +222,7 @@ export class IndexStore {
       return {
         imported: plans.filter((p) => !p.kept).map((p) => p.id),
         unchanged: plans.filter((p) => p.kept).map((p) => p.id),
+        removed,
         reports,
         rebuilt: true,
       };

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { appendFile, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
+import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type EngineConfig, RetrievalEngine } from "../../../extension/core/retrieval/engine";
@@ -31,6 +31,16 @@ describe("retrieval engine (lexical + dense + hierarchy + online, composed)", fu
     assert.deepEqual(again.update.unchanged.sort(), ["de", "demo"]);
     const [hit] = await again.search("Feierabend", { topk: 3 });
     assert.deepEqual([hit?.headword, hit?.match, hit?.source], ["Feierabend", "exact", "de"]);
+  });
+
+  it("drops a corpus the configuration no longer names", async () => {
+    const [demo, de] = config.corpora;
+    const without = await RetrievalEngine.open({ ...config, corpora: [demo!] });
+    assert.deepEqual(without.update.removed, ["de"]);
+    assert.deepEqual([...without.corpusIds], ["demo"]);
+    assert.equal((await without.search("Feierabend", { topk: 3 })).filter((h) => h.source === "de").length, 0);
+    const back = await RetrievalEngine.open({ ...config, corpora: [demo!, de!] });
+    assert.deepEqual(back.update.imported, ["de"], "the demo corpus was not parsed again");
   });
 
   it("caps glosses to the configured length", async () => {
@@ -110,7 +120,7 @@ describe("retrieval engine (lexical + dense + hierarchy + online, composed)", fu
 
   it("reports a corrupt lexical index clearly and rebuilds it", async () => {
     const index = config.indexDir;
-    const generation = (await readdir(index)).find((f) => f.startsWith("gen-"));
+    const generation = (await readFile(join(index, "CURRENT"), "utf8")).trim();
     assert.ok(generation);
     const files = await readdir(join(index, generation));
     const victim = files.find((f) => f === "posting-docs.i32");
