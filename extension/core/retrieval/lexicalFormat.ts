@@ -152,21 +152,22 @@ export function buildHashTable(hashes: Uint32Array): Int32Array {
 
 /** Read access to a UTF-8 string blob. */
 export class StringTable {
+  /** One Buffer view over the blob, made once: a view per lookup cost an allocation on the hot path. */
+  private readonly text: Buffer;
+
   constructor(
-    private readonly blob: Uint8Array,
+    blob: Uint8Array,
     private readonly offsets: Uint32Array,
-  ) {}
+  ) {
+    this.text = Buffer.from(blob.buffer, blob.byteOffset, blob.byteLength);
+  }
 
   get count(): number {
     return this.offsets.length - 1;
   }
 
   get(index: number): string {
-    return Buffer.from(this.blob.buffer, this.blob.byteOffset, this.blob.byteLength).toString(
-      "utf8",
-      this.offsets[index]!,
-      this.offsets[index + 1]!,
-    );
+    return this.text.toString("utf8", this.offsets[index]!, this.offsets[index + 1]!);
   }
 
   /** First index whose string is ≥ `text` in JS string order (the table must be sorted that way). */
