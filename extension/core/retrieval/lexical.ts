@@ -228,7 +228,7 @@ export class FrozenLexicalIndex implements Retriever {
   }
 
   hit(doc: number, score: number, match: MatchKind, maxGlossChars?: number): SearchHit {
-    const [id, gloss, tags] = this.record(doc);
+    const [id, gloss, tags] = this.recordHead(doc);
     const cut = maxGlossChars !== undefined && gloss.length > maxGlossChars;
     return {
       id,
@@ -245,6 +245,16 @@ export class FrozenLexicalIndex implements Retriever {
   private record(doc: number): [string, string, string[] | null, string[] | null, string | null, string | null] {
     const text = this.recordText.toString("utf8", this.a.recordOffsets[doc]!, this.a.recordOffsets[doc + 1]!);
     return JSON.parse(text) as [string, string, string[] | null, string[] | null, string | null, string | null];
+  }
+
+  /**
+   * The first three fields of a record (id, gloss, tags) without parsing the rest: variants can be
+   * long (wiktextract forms, EDICT readings) and a hit never shows them. This is most of the cost of a
+   * headword lookup that returns several entries.
+   */
+  private recordHead(doc: number): [string, string, string[] | null] {
+    const text = this.recordText.toString("utf8", this.a.recordOffsets[doc]!, this.a.recordOffsets[doc + 1]!);
+    return parseRecordHead(text);
   }
 
   private docsOfKey(key: number): number[] {
@@ -407,4 +417,44 @@ export class LexicalIndex implements Retriever {
   searchSync(query: string, options: LexicalSearchOptions): SearchHit[] {
     return this.freeze().searchSync(query, options);
   }
+}
+
+/**
+ * Reads `["id","gloss",tags,…` from the start of a record's JSON array: two string literals and a
+ * `null` or an array of strings. Falls back to a full parse for anything else, so it is never wrong.
+ */
+export function parseRecordHead(text: string): [string, string, string[] | null] {
+  const idEnd = stringEnd(text, 1);
+  const glossEnd = idEnd > 0 && text[idEnd + 1] === "," ? stringEnd(text, idEnd + 2) : -1;
+  if (text[0] !== "[" || glossEnd < 0 || text[glossEnd + 1] !== ",") return fullHead(text);
+  const id = JSON.parse(text.slice(1, idEnd + 1)) as string;
+  const gloss = JSON.parse(text.slice(idEnd + 2, glossEnd + 1)) as string;
+  const tagsStart = glossEnd + 2;
+  if (text.startsWith("null", tagsStart)) return [id, gloss, null];
+  if (text[tagsStart] !== "[") return fullHead(text);
+  let i = tagsStart + 1;
+  while (i < text.length && text[i] !== "]") {
+    if (text[i] === '"') {
+      i = stringEnd(text, i);
+      if (i < 0) return fullHead(text);
+    }
+    i++;
+  }
+  return [id, gloss, JSON.parse(text.slice(tagsStart, i + 1)) as string[]];
+}
+
+/** Index of the closing quote of the JSON string literal that opens at `start`, or -1. */
+function stringEnd(text: string, start: number): number {
+  if (text[start] !== '"') return -1;
+  for (let i = start + 1; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x5c) i++;
+    else if (c === 0x22) return i;
+  }
+  return -1;
+}
+
+function fullHead(text: string): [string, string, string[] | null] {
+  const [id, gloss, tags] = JSON.parse(text) as [string, string, string[] | null];
+  return [id, gloss, tags];
 }

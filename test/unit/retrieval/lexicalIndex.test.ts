@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readCorpus } from "../../../extension/core/retrieval/corpora";
 import { IndexStore } from "../../../extension/core/retrieval/indexStore";
-import { FrozenLexicalIndex } from "../../../extension/core/retrieval/lexical";
+import { FrozenLexicalIndex, parseRecordHead } from "../../../extension/core/retrieval/lexical";
 import { LexicalIndexBuilder } from "../../../extension/core/retrieval/lexicalBuilder";
 import { MAX_QUERY_CHARS, queryTerms } from "../../../extension/core/retrieval/lexicalTerms";
 import { ScriptFolding, ScriptFoldingCollector } from "../../../extension/core/retrieval/scriptVariants";
@@ -118,5 +118,20 @@ describe("script folding", () => {
     assert.equal(folding.size, 1);
     assert.equal(folding.fold("內部"), "内部");
     assert.equal(folding.fold("abc"), "abc");
+  });
+});
+
+describe("record heads", () => {
+  it("read id, gloss and tags exactly as a full JSON parse would, escapes and all", () => {
+    const records: unknown[][] = [
+      ["demo:1", "plain", null, null, null, null],
+      ["demo:2", 'with "quotes", commas, ] brackets and \\ backslashes', ["idiom", 'odd"tag]'], ["v1"], "en", "n"],
+      ["demo:3", "line\nbreak\ttab \u2028 and 🙂 and 内卷", [], null, null, null],
+      ["de\\mo:4", "", ["a", "b"], Array.from({ length: 50 }, (_, i) => `form ${i}`), null, null],
+    ];
+    for (const record of records) {
+      const text = JSON.stringify(record);
+      assert.deepEqual(parseRecordHead(text), record.slice(0, 3), text);
+    }
   });
 });
