@@ -54,7 +54,6 @@ export class RetrievalEngine implements Retriever {
     readonly update: UpdateResult,
     readonly dense: DenseState,
     private readonly config: EngineConfig,
-    private readonly hooks: EngineHooks,
   ) {}
 
   get corpusIds(): readonly string[] {
@@ -94,7 +93,7 @@ export class RetrievalEngine implements Retriever {
         onWarning: (message) => hooks.onWarning?.(`online search: ${message}`),
       });
     }
-    return new RetrievalEngine(index, retriever, update, dense, config, hooks);
+    return new RetrievalEngine(index, retriever, update, dense, config);
   }
 
   /** Rebuilds the lexical index from its sources (the answer to IndexCorruptError). */

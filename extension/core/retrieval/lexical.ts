@@ -94,17 +94,20 @@ export class FrozenLexicalIndex implements Retriever {
     const allowed = this.langFilter(options.langs);
     const hits: SearchHit[] = [];
     const seen = new Set<number>();
-    const push = (doc: number, score: number, match: MatchKind) => {
+    const push = (doc: number, score: number, match: MatchKind, headword?: string) => {
       if (hits.length >= options.topk || seen.has(doc) || (allowed && !allowed[this.a.docLang[doc]!])) return;
       seen.add(doc);
-      hits.push(this.hit(doc, score, match, options.maxGlossChars));
+      hits.push(this.hit(doc, score, match, options.maxGlossChars, headword));
     };
     const key = this.key(query);
     if (!key || options.topk <= 0) return [];
     const trimmed = query.trim();
-    const byHeadword = this.headwordDocs(key).map((doc) => ({ doc, exact: this.headwords.get(doc) === trimmed }));
+    const byHeadword = this.headwordDocs(key).map((doc) => {
+      const headword = this.headwords.get(doc);
+      return { doc, headword, exact: headword === trimmed };
+    });
     byHeadword.sort((x, y) => Number(y.exact) - Number(x.exact));
-    for (const { doc, exact } of byHeadword) push(doc, 1, exact ? "exact" : "normalized");
+    for (const { doc, exact, headword } of byHeadword) push(doc, 1, exact ? "exact" : "normalized", headword);
     if (hits.length === 0) {
       for (const match of this.fuzzyKeys(key, options.topk)) {
         for (const doc of this.docsOfKey(match.key)) push(doc, match.score, "fuzzy");
@@ -135,8 +138,8 @@ export class FrozenLexicalIndex implements Retriever {
     for (const doc of this.headwordDocs(this.key(query))) {
       if (hits.length >= options.topk) break;
       if (allowed && !allowed[this.a.docLang[doc]!]) continue;
-      const exact = this.headwords.get(doc) === trimmed;
-      hits.push(this.hit(doc, 1, exact ? "exact" : "normalized", options.maxGlossChars));
+      const headword = this.headwords.get(doc);
+      hits.push(this.hit(doc, 1, headword === trimmed ? "exact" : "normalized", options.maxGlossChars, headword));
     }
     return hits;
   }
@@ -227,12 +230,12 @@ export class FrozenLexicalIndex implements Retriever {
     };
   }
 
-  hit(doc: number, score: number, match: MatchKind, maxGlossChars?: number): SearchHit {
+  hit(doc: number, score: number, match: MatchKind, maxGlossChars?: number, headword?: string): SearchHit {
     const [id, gloss, tags] = this.recordHead(doc);
     const cut = maxGlossChars !== undefined && gloss.length > maxGlossChars;
     return {
       id,
-      headword: this.headwords.get(doc),
+      headword: headword ?? this.headwords.get(doc),
       gloss: cut ? `${gloss.slice(0, Math.max(0, maxGlossChars - 1))}…` : gloss,
       score,
       lang: this.meta.langs[this.a.docLang[doc]!]!,
@@ -427,8 +430,8 @@ export function parseRecordHead(text: string): [string, string, string[] | null]
   const idEnd = stringEnd(text, 1);
   const glossEnd = idEnd > 0 && text[idEnd + 1] === "," ? stringEnd(text, idEnd + 2) : -1;
   if (text[0] !== "[" || glossEnd < 0 || text[glossEnd + 1] !== ",") return fullHead(text);
-  const id = JSON.parse(text.slice(1, idEnd + 1)) as string;
-  const gloss = JSON.parse(text.slice(idEnd + 2, glossEnd + 1)) as string;
+  const id = stringValue(text, 1, idEnd);
+  const gloss = stringValue(text, idEnd + 2, glossEnd);
   const tagsStart = glossEnd + 2;
   if (text.startsWith("null", tagsStart)) return [id, gloss, null];
   if (text[tagsStart] !== "[") return fullHead(text);
@@ -441,6 +444,12 @@ export function parseRecordHead(text: string): [string, string, string[] | null]
     i++;
   }
   return [id, gloss, JSON.parse(text.slice(tagsStart, i + 1)) as string[]];
+}
+
+/** The value of the JSON string literal text[open..close]; without escapes it is the text between the quotes. */
+function stringValue(text: string, open: number, close: number): string {
+  const inner = text.slice(open + 1, close);
+  return inner.includes("\\") ? (JSON.parse(text.slice(open, close + 1)) as string) : inner;
 }
 
 /** Index of the closing quote of the JSON string literal that opens at `start`, or -1. */
