@@ -4,12 +4,11 @@ import os from "node:os";
 import path from "node:path";
 import { EmbeddedPolicy, IncrementalDecoder, StopScanner } from "../../../extension/core/policy/embedded";
 import { ensureModel } from "../../../extension/core/policy/modelStore";
-import {
-  type ChatMessage,
-  type GenerateDelta,
-  type GenerateRequest,
-  type GenerateSummary,
-  PolicyError,
+import type {
+  ChatMessage,
+  GenerateDelta,
+  GenerateRequest,
+  GenerateSummary,
 } from "../../../extension/core/policy/types";
 import { HubServer } from "../../support/hubServer";
 import { expectPolicyError } from "../../support/policyErrors";

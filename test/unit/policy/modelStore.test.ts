@@ -3,7 +3,6 @@ import { existsSync, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { type DownloadProgress, ensureModel, modelFolder, sha256File } from "../../../extension/core/policy/modelStore";
-import { PolicyError } from "../../../extension/core/policy/types";
 import { HubServer } from "../../support/hubServer";
 import { expectPolicyError } from "../../support/policyErrors";
 
