@@ -254,14 +254,18 @@ async function main(): Promise<void> {
     await page.waitForFunction(
       `(document.querySelector('.editor-instance .monaco-editor .view-lines')?.textContent || '').includes(${JSON.stringify(SOURCE.slice(0, 6))})`,
     );
-    // Select the sentence: line 3 (Ctrl+G goes to a line), Home, Shift+End.
-    await lines.click();
-    await page.keyboard.press("Control+G");
-    await quickInput.waitFor();
-    await quickInput.fill(":3");
-    await page.keyboard.press("Enter");
-    await page.keyboard.press("Home");
-    await page.keyboard.press("Shift+End");
+    const workbench = page;
+    // Selects the sentence: line 3 (Ctrl+G goes to a line), Home, Shift+End.
+    const selectSentence = async () => {
+      await lines.click();
+      await workbench.keyboard.press("Control+G");
+      await quickInput.waitFor();
+      await quickInput.fill(":3");
+      await workbench.keyboard.press("Enter");
+      await workbench.keyboard.press("Home");
+      await workbench.keyboard.press("Shift+End");
+    };
+    await selectSentence();
     log("sentence selected");
 
     await page.keyboard.press("F1");
@@ -309,7 +313,6 @@ async function main(): Promise<void> {
     );
     // The editor's DOM holds only the visible, wrapped lines in no fixed order: save and read the file instead.
     const letter = join(dirs.ws, "letter.md");
-    const workbench = page;
     const saved = async (what: (text: string) => boolean) => {
       await lines.click();
       await workbench.keyboard.press("Control+S");
@@ -381,13 +384,7 @@ async function main(): Promise<void> {
 
     // A second translation of the same sentence, started with the keybinding, rejected this time: the
     // index and the panel exist now, so this also measures a warm start.
-    await lines.click();
-    await page.keyboard.press("Control+G");
-    await quickInput.waitFor();
-    await quickInput.fill(":3");
-    await page.keyboard.press("Enter");
-    await page.keyboard.press("Home");
-    await page.keyboard.press("Shift+End");
+    await selectSentence();
     const panelStatus = panel.locator("#status");
     const secondAt = Date.now();
     await page.keyboard.press("Control+Alt+T");
