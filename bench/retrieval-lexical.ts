@@ -9,9 +9,10 @@
  * index while texts (and so posting-list shapes) stay real. `--limit N` keeps the first N entries
  * of each source (a quick check).
  *
- * For each scale: index build (store update from entry JSONL, then the build alone), size on
- * disk, then in a fresh child process: cold load and RSS, and p50/p95 latency of headword lookup,
- * sentence scan and BM25 over realistic queries. Then bm25s (bench/bm25s_compare.py, in the venv
+ * For each scale, in a child process: the store update from entry JSONL (import, then the index
+ * build and write) with its peak RSS; size on disk; then in a fresh child process: cold load and
+ * RSS, and p50/p95 latency of headword lookup, sentence scan and BM25 over realistic queries, each
+ * after a warm-up on 1,000 other queries of the same kind. Then bm25s (bench/bm25s_compare.py, in the venv
  * made by bench/setup-bench-venv.sh) on exactly our tokens: latency ratio and top-10 overlap.
  */
 import { execFileSync } from "node:child_process";
@@ -28,6 +29,8 @@ const ROOT = resolve(__dirname, "..");
 const WORK = join(ROOT, ".cache", "bench-retrieval");
 const DATA = resolve(ROOT, "..", "shared", "data");
 const TOPK = 10;
+/** Queries of each kind run before a latency figure is taken, drawn apart from the measured ones. */
+const WARMUP_QUERIES = 1000;
 
 interface Args {
   repeat: number;
@@ -124,8 +127,8 @@ interface QuerySet {
 }
 
 /** Realistic queries: headwords with normalization variants, real sentences, English gloss words. */
-function makeQueries(entries: Entry[], count: number): QuerySet {
-  const random = mulberry32(42);
+function makeQueries(entries: Entry[], count: number, seed: number): QuerySet {
+  const random = mulberry32(seed);
   const pick = <T>(list: T[]) => list[Math.floor(random() * list.length)]!;
   const headword: string[] = [];
   const toFullWidth = (s: string) => s.replace(/[!-~]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0xfee0));
@@ -170,15 +173,28 @@ function makeQueries(entries: Entry[], count: number): QuerySet {
   return { headword, scan, bm25 };
 }
 
-/** Child process: cold load, RSS, latencies, and our top-10 for the bm25s overlap check. */
+/**
+ * Child process: cold load, RSS, latencies, and our top-10 for the bm25s overlap check. Each latency
+ * figure is taken after running a separate warm-up set of the same kind of queries (other entries,
+ * other sentences), so the code is compiled but the measured queries' data is not in the CPU caches.
+ */
 async function child(root: string, queriesFile: string, outFile: string): Promise<void> {
   const started = performance.now();
   const { index } = await new IndexStore(root).load();
   const loadMs = performance.now() - started;
   const rssAfterLoad = process.memoryUsage().rss;
-  const queries = JSON.parse(readFileSync(queriesFile, "utf8")) as QuerySet;
+  const peakRssAfterLoad = process.resourceUsage().maxRSS * 1024;
+  const { measured: queries, warmup } = JSON.parse(readFileSync(queriesFile, "utf8")) as {
+    measured: QuerySet;
+    warmup: QuerySet;
+  };
+  const warmupOf = new Map<string[], string[]>([
+    [queries.headword, warmup.headword],
+    [queries.scan, warmup.scan],
+    [queries.bm25, warmup.bm25],
+  ]);
   const time = (list: string[], run: (q: string) => unknown) => {
-    for (const q of list.slice(0, 200)) run(q);
+    for (const q of warmupOf.get(list)!) run(q);
     const times: number[] = [];
     let results = 0;
     for (const q of list) {
@@ -208,6 +224,7 @@ async function child(root: string, queriesFile: string, outFile: string): Promis
     JSON.stringify({
       loadMs,
       rssAfterLoad,
+      peakRssAfterLoad,
       rssAfterQueries: process.memoryUsage().rss,
       headword,
       scan,
@@ -218,6 +235,32 @@ async function child(root: string, queriesFile: string, outFile: string): Promis
       tops,
     }),
   );
+}
+
+interface BuildFigures {
+  totalMs: number;
+  importMs: number;
+  buildMs: number;
+  /** Peak resident set of the process that ran the update (its worker threads included), in bytes. */
+  peakRss: number;
+}
+
+/** Child process: one store update from entry JSONL files, timed, with its peak RSS. */
+async function buildChild(root: string, specsJson: string, outFile: string): Promise<void> {
+  const specs = JSON.parse(specsJson) as Array<{ path: string; id: string }>;
+  const marks: Record<string, number> = {};
+  const store = new IndexStore(root, { onProgress: (m) => (marks[m.split(" ")[0]!] ??= performance.now()) });
+  const started = performance.now();
+  await store.update(specs.map((s) => ({ ...s, format: "jsonl" as const })));
+  const finished = performance.now();
+  const building = marks.building ?? started;
+  const figures: BuildFigures = {
+    totalMs: finished - started,
+    importMs: building - started,
+    buildMs: finished - building,
+    peakRss: process.resourceUsage().maxRSS * 1024,
+  };
+  await writeFile(outFile, JSON.stringify(figures));
 }
 
 async function writeJsonl(file: string, entries: Iterable<Entry>): Promise<void> {
@@ -237,19 +280,21 @@ async function scale(
 ): Promise<void> {
   const root = join(WORK, `index-${label}`);
   await rm(root, { recursive: true, force: true });
-  const marks: Record<string, number> = {};
-  const store = new IndexStore(root, { onProgress: (m) => (marks[m.split(" ")[0]!] ??= performance.now()) });
-  const started = performance.now();
-  await store.update(specs.map((s) => ({ ...s, format: "jsonl" as const })));
-  const total = performance.now() - started;
-  const building = marks.building ?? started;
-  const manifest = (await store.manifest())!;
+  // The store update runs in its own process, as it does for a user, so its peak RSS is its own.
+  const buildOut = join(WORK, `build-${label}.json`);
+  execFileSync(
+    process.execPath,
+    ["--max-old-space-size=8192", "-r", "tsx/cjs", __filename, "--build", root, JSON.stringify(specs), buildOut],
+    { stdio: "inherit", cwd: ROOT },
+  );
+  const built = JSON.parse(readFileSync(buildOut, "utf8")) as BuildFigures;
+  const manifest = (await new IndexStore(root).manifest())!;
   const gen = join(root, readFileSync(join(root, "CURRENT"), "utf8").trim());
   const lexicalBytes = manifest.files.reduce((n, f) => n + f.size, 0);
   console.log(`\n== ${label}: ${manifest.entryCount.toLocaleString()} entries in ${manifest.corpora.length} corpora`);
   console.log(
-    `store update ${(total / 1000).toFixed(1)} s (entry JSONL import ${((building - started) / 1000).toFixed(1)} s, ` +
-      `index build + write ${((performance.now() - building) / 1000).toFixed(1)} s)`,
+    `store update ${(built.totalMs / 1000).toFixed(1)} s (entry JSONL import ${(built.importMs / 1000).toFixed(1)} s, ` +
+      `index build + write ${(built.buildMs / 1000).toFixed(1)} s); peak RSS of the updating process ${(built.peakRss / 2 ** 20).toFixed(0)} MiB`,
   );
   console.log(
     `on disk: lexical index ${(lexicalBytes / 2 ** 20).toFixed(0)} MiB, whole folder incl. entry JSONL ${((await dirSize(gen)) / 2 ** 20).toFixed(0)} MiB`,
@@ -262,7 +307,8 @@ async function scale(
   );
   const r = JSON.parse(readFileSync(out, "utf8"));
   console.log(
-    `cold load (new process) ${(r.loadMs / 1000).toFixed(2)} s; RSS after load ${(r.rssAfterLoad / 2 ** 20).toFixed(0)} MiB, after queries ${(r.rssAfterQueries / 2 ** 20).toFixed(0)} MiB`,
+    `cold load (new process) ${(r.loadMs / 1000).toFixed(2)} s; RSS after load ${(r.rssAfterLoad / 2 ** 20).toFixed(0)} MiB ` +
+      `(peak while loading ${(r.peakRssAfterLoad / 2 ** 20).toFixed(0)} MiB), after queries ${(r.rssAfterQueries / 2 ** 20).toFixed(0)} MiB`,
   );
   const line = (name: string, x: { p50: number; p95: number; answered: number }) =>
     console.log(
@@ -294,6 +340,7 @@ async function scale(
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === "--child") return child(argv[1]!, argv[2]!, argv[3]!);
+  if (argv[0] === "--build") return buildChild(argv[1]!, argv[2]!, argv[3]!);
   const args = parseArgs(argv);
   await mkdir(join(WORK, "entries"), { recursive: true });
 
@@ -323,9 +370,9 @@ async function main(): Promise<void> {
     perSource.push(entries);
   }
 
-  const queries = makeQueries(all, args.queries);
+  const queries = makeQueries(all, args.queries, 42);
   const queriesFile = join(WORK, "queries.json");
-  await writeFile(queriesFile, JSON.stringify(queries));
+  await writeFile(queriesFile, JSON.stringify({ measured: queries, warmup: makeQueries(all, WARMUP_QUERIES, 7) }));
   // Exactly the tokens our index sees, for bm25s: one document or query per line, space-separated.
   const corpusTokens = join(WORK, "corpus-tokens.txt");
   const queryTokens = join(WORK, "query-tokens.txt");

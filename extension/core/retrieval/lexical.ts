@@ -233,7 +233,7 @@ export class FrozenLexicalIndex implements Retriever {
   hit(doc: number, score: number, match: MatchKind, maxGlossChars?: number, headword?: string): SearchHit {
     const [id, gloss, tags] = this.recordHead(doc);
     const cut = maxGlossChars !== undefined && gloss.length > maxGlossChars;
-    return {
+    const hit: SearchHit = {
       id,
       headword: headword ?? this.headwords.get(doc),
       gloss: cut ? `${gloss.slice(0, Math.max(0, maxGlossChars - 1))}…` : gloss,
@@ -241,8 +241,9 @@ export class FrozenLexicalIndex implements Retriever {
       lang: this.meta.langs[this.a.docLang[doc]!]!,
       source: this.meta.corpusIds[this.a.docCorpus[doc]!]!,
       match,
-      ...(tags ? { tags } : {}),
     };
+    if (tags) hit.tags = tags;
+    return hit;
   }
 
   private record(doc: number): [string, string, string[] | null, string[] | null, string | null, string | null] {
@@ -256,8 +257,7 @@ export class FrozenLexicalIndex implements Retriever {
    * headword lookup that returns several entries.
    */
   private recordHead(doc: number): [string, string, string[] | null] {
-    const text = this.recordText.toString("utf8", this.a.recordOffsets[doc]!, this.a.recordOffsets[doc + 1]!);
-    return parseRecordHead(text);
+    return readRecordHead(this.recordText, this.a.recordOffsets[doc]!, this.a.recordOffsets[doc + 1]!);
   }
 
   private docsOfKey(key: number): number[] {
@@ -423,47 +423,53 @@ export class LexicalIndex implements Retriever {
 }
 
 /**
- * Reads `["id","gloss",tags,…` from the start of a record's JSON array: two string literals and a
- * `null` or an array of strings. Falls back to a full parse for anything else, so it is never wrong.
+ * Reads `["id","gloss",tags,…` from the bytes of a record's JSON array, start to end: two string
+ * literals and a `null` or an array of strings, decoding only those bytes (variants can be long, and a
+ * hit never shows them). The scan works on UTF-8 bytes: quote, backslash and bracket bytes never occur
+ * inside a multi-byte character. Anything of another shape falls back to a full parse, so it is never wrong.
  */
-export function parseRecordHead(text: string): [string, string, string[] | null] {
-  const idEnd = stringEnd(text, 1);
-  const glossEnd = idEnd > 0 && text[idEnd + 1] === "," ? stringEnd(text, idEnd + 2) : -1;
-  if (text[0] !== "[" || glossEnd < 0 || text[glossEnd + 1] !== ",") return fullHead(text);
-  const id = stringValue(text, 1, idEnd);
-  const gloss = stringValue(text, idEnd + 2, glossEnd);
+export function readRecordHead(bytes: Buffer, start: number, end: number): [string, string, string[] | null] {
+  if (bytes[start] !== 0x5b) return fullHead(bytes, start, end);
+  const idEnd = byteStringEnd(bytes, start + 1, end);
+  if (idEnd < 0 || bytes[idEnd + 1] !== 0x2c) return fullHead(bytes, start, end);
+  const glossEnd = byteStringEnd(bytes, idEnd + 2, end);
+  if (glossEnd < 0 || bytes[glossEnd + 1] !== 0x2c) return fullHead(bytes, start, end);
+  const id = byteStringValue(bytes, start + 1, idEnd);
+  const gloss = byteStringValue(bytes, idEnd + 2, glossEnd);
   const tagsStart = glossEnd + 2;
-  if (text.startsWith("null", tagsStart)) return [id, gloss, null];
-  if (text[tagsStart] !== "[") return fullHead(text);
+  if (bytes[tagsStart] === 0x6e) return [id, gloss, null];
+  if (bytes[tagsStart] !== 0x5b) return fullHead(bytes, start, end);
   let i = tagsStart + 1;
-  while (i < text.length && text[i] !== "]") {
-    if (text[i] === '"') {
-      i = stringEnd(text, i);
-      if (i < 0) return fullHead(text);
+  while (i < end && bytes[i] !== 0x5d) {
+    if (bytes[i] === 0x22) {
+      i = byteStringEnd(bytes, i, end);
+      if (i < 0) return fullHead(bytes, start, end);
     }
     i++;
   }
-  return [id, gloss, JSON.parse(text.slice(tagsStart, i + 1)) as string[]];
+  return [id, gloss, JSON.parse(bytes.toString("utf8", tagsStart, i + 1)) as string[]];
 }
 
-/** The value of the JSON string literal text[open..close]; without escapes it is the text between the quotes. */
-function stringValue(text: string, open: number, close: number): string {
-  const inner = text.slice(open + 1, close);
-  return inner.includes("\\") ? (JSON.parse(text.slice(open, close + 1)) as string) : inner;
-}
-
-/** Index of the closing quote of the JSON string literal that opens at `start`, or -1. */
-function stringEnd(text: string, start: number): number {
-  if (text[start] !== '"') return -1;
-  for (let i = start + 1; i < text.length; i++) {
-    const c = text.charCodeAt(i);
+/** Index of the closing quote of the JSON string literal that opens at `open` (before `end`), or -1. */
+function byteStringEnd(bytes: Uint8Array, open: number, end: number): number {
+  if (bytes[open] !== 0x22) return -1;
+  for (let i = open + 1; i < end; i++) {
+    const c = bytes[i];
     if (c === 0x5c) i++;
     else if (c === 0x22) return i;
   }
   return -1;
 }
 
-function fullHead(text: string): [string, string, string[] | null] {
-  const [id, gloss, tags] = JSON.parse(text) as [string, string, string[] | null];
+/** The value of the JSON string literal bytes[open..close]; without escapes it is the bytes between the quotes. */
+function byteStringValue(bytes: Buffer, open: number, close: number): string {
+  for (let i = open + 1; i < close; i++) {
+    if (bytes[i] === 0x5c) return JSON.parse(bytes.toString("utf8", open, close + 1)) as string;
+  }
+  return bytes.toString("utf8", open + 1, close);
+}
+
+function fullHead(bytes: Buffer, start: number, end: number): [string, string, string[] | null] {
+  const [id, gloss, tags] = JSON.parse(bytes.toString("utf8", start, end)) as [string, string, string[] | null];
   return [id, gloss, tags];
 }

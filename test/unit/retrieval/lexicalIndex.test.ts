@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readCorpus } from "../../../extension/core/retrieval/corpora";
 import { IndexStore } from "../../../extension/core/retrieval/indexStore";
-import { FrozenLexicalIndex, parseRecordHead } from "../../../extension/core/retrieval/lexical";
+import { FrozenLexicalIndex, readRecordHead } from "../../../extension/core/retrieval/lexical";
 import { LexicalIndexBuilder } from "../../../extension/core/retrieval/lexicalBuilder";
 import { MAX_QUERY_CHARS, queryTerms } from "../../../extension/core/retrieval/lexicalTerms";
 import { ScriptFolding, ScriptFoldingCollector } from "../../../extension/core/retrieval/scriptVariants";
@@ -131,7 +131,8 @@ describe("record heads", () => {
     ];
     for (const record of records) {
       const text = JSON.stringify(record);
-      assert.deepEqual(parseRecordHead(text), record.slice(0, 3), text);
+      const bytes = Buffer.from(`xx${text}yy`);
+      assert.deepEqual(readRecordHead(bytes, 2, bytes.length - 2), record.slice(0, 3), text);
     }
   });
 });
