@@ -213,6 +213,7 @@ class AgentRun {
           topk: this.request.limits.topk,
           langs: undefined,
           signal: this.signal,
+          onWarning: (message) => this.warn("retrieval", message),
         });
       } catch (e) {
         this.checkAborted();

@@ -165,7 +165,12 @@ export class HierarchicalRetriever implements Retriever {
       const langs = byTier[tier].filter((l) => !allowed || allowed.has(l));
       if (langs.length === 0) continue;
       options.signal?.throwIfAborted();
-      const found = await this.base.search(query, { topk: perTier, langs, signal: options.signal });
+      const found = await this.base.search(query, {
+        topk: perTier,
+        langs,
+        signal: options.signal,
+        onWarning: options.onWarning,
+      });
       let taken = 0;
       for (const hit of found) {
         if (seen.has(hit.id) || taken >= perTier) continue;

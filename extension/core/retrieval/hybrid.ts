@@ -77,6 +77,7 @@ export class HybridRetriever implements Retriever {
       topk: depth,
       ...(options.langs ? { langs: options.langs } : {}),
       ...(signal ? { signal } : {}),
+      ...(options.onWarning ? { onWarning: options.onWarning } : {}),
     };
     const settled = await Promise.allSettled(this.engines.map((e) => e.retriever.search(query, engineOptions)));
     throwIfAborted(signal);
@@ -111,6 +112,7 @@ export class HybridRetriever implements Retriever {
       }
     });
     if (warnings.length === this.engines.length) throw new HybridSearchError(warnings);
+    for (const w of warnings) options.onWarning?.(`${w.engine} search: ${w.message}`);
     const hits = [...fused.values()]
       .sort((a, b) => b.score - a.score || a.hit.id.localeCompare(b.hit.id))
       .slice(0, options.topk)

@@ -366,7 +366,9 @@ export class WithOnlineTier implements Retriever {
       online = await this.online.search(query, options);
     } catch (e) {
       if (options.signal?.aborted) throw e;
-      this.options.onWarning(e instanceof Error ? e.message : String(e));
+      const message = e instanceof Error ? e.message : String(e);
+      this.options.onWarning(message);
+      options.onWarning?.(`online search: ${message}`);
       return offline;
     }
     const ids = new Set(offline.map((h) => h.id));

@@ -69,6 +69,11 @@ export interface SearchOptions {
   signal?: AbortSignal;
   /** Longest gloss per result, in characters (longer ones end in "…"). */
   maxGlossChars?: number;
+  /**
+   * Problems this search met without failing (one engine of a hybrid failed, the online tier is down):
+   * the caller may show them beside the results. Layers pass it down to the retrievers they wrap.
+   */
+  onWarning?: (message: string) => void;
 }
 
 /** Anything the agent can search: one corpus, or several combined. */

@@ -4,6 +4,9 @@ import { type AgentEvent, DEFAULT_LIMITS, type TranslateRequest } from "../../..
 import { OpenAIPolicy } from "../../../extension/core/policy/openai";
 import { loadIndex } from "../../../extension/core/retrieval/corpora";
 import type { LexicalIndex } from "../../../extension/core/retrieval/lexical";
+import { OnlineSearchProvider, WithOnlineTier } from "../../../extension/core/retrieval/online";
+import type { Retriever } from "../../../extension/core/retrieval/types";
+import { deadPort } from "../../support/deadPort";
 import { DEMO_GLOSSARY } from "../../support/paths";
 import { type ScriptedCompletion, ScriptedOpenAIServer } from "../../support/scriptedServer";
 
@@ -44,13 +47,13 @@ describe("agent loop against a scripted OpenAI-compatible server", () => {
     server.requests.length = 0;
   });
 
-  function agent(options: { continuation?: "user-turn" | "continue"; endpoint?: string } = {}) {
+  function agent(options: { continuation?: "user-turn" | "continue"; endpoint?: string; retriever?: Retriever } = {}) {
     const policy = new OpenAIPolicy({
       endpoint: options.endpoint ?? url,
       model: "scripted",
       continuation: options.continuation,
     });
-    return new TranslationAgent(policy, index);
+    return new TranslationAgent(policy, options.retriever ?? index);
   }
 
   async function run(
@@ -148,6 +151,23 @@ describe("agent loop against a scripted OpenAI-compatible server", () => {
     assert.equal(trajectory.translation, "Don't be ungrateful.");
     assert.equal(trajectory.searches, 0);
     assert.ok(events.some((e) => e.type === "warning" && e.code === "search-limit"));
+  });
+
+  it("shows a search's own warnings (a dead online tier) and still translates with the offline evidence", async () => {
+    const online = new OnlineSearchProvider({ kind: "searxng", endpoint: `http://127.0.0.1:${await deadPort()}` });
+    const retriever = new WithOnlineTier(index, online, { when: "always", onWarning: () => {} });
+    const { trajectory, events } = await run([SEARCH_TURN, ANSWER_TURN], request(), { retriever });
+    assert.equal(trajectory.error, undefined);
+    assert.match(trajectory.translation ?? "", /Don't bite the hand/);
+    const evidence = events.find((e) => e.type === "evidence");
+    assert.ok(evidence?.type === "evidence" && evidence.hits[0]?.headword === "狗咬吕洞宾，不识好人心");
+    const warning = events.find((e) => e.type === "warning");
+    assert.ok(warning?.type === "warning");
+    assert.equal(warning.code, "retrieval");
+    assert.match(warning.message, /^online search: Online search .* failed: ECONNREFUSED/);
+    // The panel shows it before the evidence of the search that met it, and the feedback record keeps it.
+    assert.ok(events.indexOf(warning) < events.indexOf(evidence));
+    assert.ok(trajectory.warnings.some((w) => w.startsWith("retrieval: online search:")));
   });
 
   it("SRAT style: tool_call and answer", async () => {

@@ -166,7 +166,8 @@ describe("hybrid retrieval (reciprocal-rank fusion)", function () {
         ],
         { onWarning: (w) => warnings.push(w) },
       );
-      const result = await hybrid.searchWithWarnings("rat race", { topk: 5 });
+      const perSearch: string[] = [];
+      const result = await hybrid.searchWithWarnings("rat race", { topk: 5, onWarning: (m) => perSearch.push(m) });
       const lexicalOnly = await first.search("rat race", { topk: 5 });
       assert.deepEqual(
         result.hits.map((h) => h.id),
@@ -176,9 +177,15 @@ describe("hybrid retrieval (reciprocal-rank fusion)", function () {
       assert.equal(result.warnings[0]?.engine, "dense");
       assert.match(result.warnings[0]?.message ?? "", /encoder-that-was-deleted.*does not exist/);
       assert.deepEqual(warnings, result.warnings);
+      assert.deepEqual(perSearch, [`dense search: ${result.warnings[0]?.message}`]);
 
       const allBroken = new HybridRetriever([{ name: "dense", retriever: broken }]);
-      await assert.rejects(allBroken.search("rat race", { topk: 5 }), HybridSearchError);
+      perSearch.length = 0;
+      await assert.rejects(
+        allBroken.search("rat race", { topk: 5, onWarning: (m) => perSearch.push(m) }),
+        HybridSearchError,
+      );
+      assert.deepEqual(perSearch, [], "a search that fails outright is an error, not a warning");
     });
   });
 });

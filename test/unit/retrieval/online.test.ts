@@ -1,7 +1,5 @@
 import assert from "node:assert/strict";
 import { appendFile, mkdtemp, readFile, writeFile } from "node:fs/promises";
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { JsonlLruCache, LruCache } from "../../../extension/core/retrieval/cache";
@@ -14,6 +12,7 @@ import {
   OnlineSearchProvider,
   WithOnlineTier,
 } from "../../../extension/core/retrieval/online";
+import { deadPort } from "../../support/deadPort";
 import { DEMO_GLOSSARY } from "../../support/paths";
 import { MediaWikiServer, SearxngServer, type WebDocument } from "../../support/searchBackends";
 
@@ -31,14 +30,6 @@ const WEB: WebDocument[] = [
   { title: "Lying flat", url: "https://example.org/tangping", content: "躺平 &#8212; rejecting the rat race" },
   { title: "Unrelated", url: "https://example.org/other", content: "Nothing about competition here." },
 ];
-
-async function deadPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 async function failure(promise: Promise<unknown>): Promise<OnlineSearchError> {
   try {
@@ -327,11 +318,14 @@ describe("online tier: failures become warnings beside the offline tiers", () =>
     const warnings: string[] = [];
     const online = new OnlineSearchProvider({ kind: "searxng", endpoint: `http://127.0.0.1:${await deadPort()}` });
     const retriever = new WithOnlineTier(index, online, { when: "always", onWarning: (m) => warnings.push(m) });
-    const hits = await retriever.search("内卷", { topk: 3 });
+    const perSearch: string[] = [];
+    const hits = await retriever.search("内卷", { topk: 3, onWarning: (m) => perSearch.push(m) });
     assert.equal(hits[0]?.headword, "内卷");
     assert.ok(hits.every((h) => !h.online));
     assert.equal(warnings.length, 1);
     assert.match(warnings[0]!, /Online search .* failed: ECONNREFUSED/);
+    // The same warning reaches whoever ran this search (the agent shows it in the panel).
+    assert.deepEqual(perSearch, [`online search: ${warnings[0]}`]);
   });
 
   it("adds online hits after the offline ones, marked and tiered", async () => {
