@@ -28,6 +28,7 @@ OUTPUTS=(
   "$OUT/glossa-tiny-qwen2/tokenizer.json"
   "$OUT/glossa-tiny-qwen2/tokenizer_config.json"
   "$OUT/glossa-tiny-qwen2/onnx/model.onnx"
+  "$OUT/glossa-tiny-qwen2-split/onnx/model.onnx_data_1"
   "$OUT/glossa-tiny-bert/config.json"
   "$OUT/glossa-tiny-bert/tokenizer.json"
   "$OUT/glossa-tiny-bert/onnx/model.onnx"

@@ -1,7 +1,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { PreTrainedModel, PreTrainedTokenizer, Tensor } from "@huggingface/transformers";
-import { modelFiles } from "./modelStore";
+import { declaredExternalData, modelFiles } from "./modelStore";
 import {
   type FinishReason,
   type GenerateDelta,
@@ -101,6 +101,15 @@ export class EmbeddedPolicy implements PolicyBackend {
     for (const file of required) {
       if (!(await isFile(path.join(dir, ...file.split("/"))))) {
         throw new PolicyError("model-missing", `Embedded model folder ${dir} has no ${file}; ${hint}.`);
+      }
+    }
+    const declared = await declaredExternalData(dir, this.options.dtype);
+    for (const file of declared) {
+      if (!(await isFile(path.join(dir, ...file.split("/"))))) {
+        throw new PolicyError(
+          "model-missing",
+          `Embedded model folder ${dir} has no ${file} (its config.json declares ${declared.length} external weight files); ${hint}.`,
+        );
       }
     }
     let lib: Transformers;

@@ -38,6 +38,55 @@ export function modelFiles(dtype: string | undefined): { required: string[]; opt
   };
 }
 
+/** transformers.js refuses more external data chunks than this (its MAX_EXTERNAL_DATA_CHUNKS). */
+const MAX_EXTERNAL_DATA_CHUNKS = 100;
+
+/**
+ * The external weight files a model's config.json declares for the decoder of this dtype, as
+ * @huggingface/transformers reads them: `transformers.js_config.use_external_data_format` is `true` (one
+ * file), a count, or an object keyed by ONNX file name (`model_q4.onnx`) or base name (`model`). Chunks
+ * are `onnx/model<suffix>.onnx_data`, then `…onnx_data_1`, `…onnx_data_2`. Models over 2 GB are published
+ * this way, and each chunk is required.
+ */
+export function externalDataFiles(config: unknown, dtype: string | undefined): string[] {
+  const onnxName = `model${onnxFileSuffix(dtype)}.onnx`;
+  const jsConfig = (config as { "transformers.js_config"?: { use_external_data_format?: unknown } } | null)?.[
+    "transformers.js_config"
+  ];
+  const setting = jsConfig?.use_external_data_format;
+  let chunks = 0;
+  if (setting && typeof setting === "object") {
+    const byName = setting as Record<string, unknown>;
+    chunks = Number(byName[onnxName] ?? byName.model ?? 0);
+  } else if (setting !== undefined && setting !== null) {
+    chunks = Number(setting);
+  }
+  if (!Number.isInteger(chunks) || chunks < 0 || chunks > MAX_EXTERNAL_DATA_CHUNKS) {
+    throw new PolicyError(
+      "model-load",
+      `config.json declares ${String(chunks)} external data files for ${onnxName}; expected a whole number from 0 to ${MAX_EXTERNAL_DATA_CHUNKS}.`,
+    );
+  }
+  return Array.from({ length: chunks }, (_, i) => `onnx/${onnxName}_data${i === 0 ? "" : `_${i}`}`);
+}
+
+/** The external data files `<folder>/config.json` declares (none when it has no config.json yet). */
+export async function declaredExternalData(folder: string, dtype: string | undefined): Promise<string[]> {
+  let text: string;
+  try {
+    text = await fs.readFile(path.join(folder, "config.json"), "utf8");
+  } catch {
+    return [];
+  }
+  let config: unknown;
+  try {
+    config = JSON.parse(text);
+  } catch (err) {
+    throw new PolicyError("model-load", `${path.join(folder, "config.json")} is not valid JSON: ${String(err)}`, err);
+  }
+  return externalDataFiles(config, dtype);
+}
+
 export interface DownloadProgress {
   /** Path of the file inside the model folder, e.g. `onnx/model_quantized.onnx`. */
   file: string;
@@ -120,7 +169,11 @@ async function download(folder: string, options: EnsureModelOptions): Promise<st
   const manifest = await readManifest(folder);
   if (manifest && manifest.modelId === options.modelId && manifest.revision === revision) {
     const settled = new Set([...manifest.files, ...manifest.missing]);
-    if (wanted.every((f) => settled.has(f)) && (await allExist(folder, manifest.files))) return folder;
+    const declared = await declaredExternalData(folder, options.dtype);
+    const complete = [...wanted, ...declared].every((f) => settled.has(f));
+    if (complete && declared.every((f) => manifest.files.includes(f)) && (await allExist(folder, manifest.files))) {
+      return folder;
+    }
   }
 
   const hub = (options.hubUrl || "https://huggingface.co").replace(/\/+$/, "");
@@ -135,10 +188,19 @@ async function download(folder: string, options: EnsureModelOptions): Promise<st
   const files: string[] = [];
   const missing: string[] = [];
   let unsettled = false;
-  for (const file of wanted) {
+  // config.json comes first: the external weight files it declares join the required ones.
+  const addDeclared = async () => {
+    for (const file of await declaredExternalData(folder, options.dtype)) {
+      if (!required.includes(file)) required.push(file);
+      if (!wanted.includes(file)) wanted.push(file);
+    }
+  };
+  for (let i = 0; i < wanted.length; i++) {
+    const file = wanted[i]!;
     const dest = path.join(folder, ...file.split("/"));
     if (await exists(dest)) {
       files.push(file);
+      if (file === "config.json") await addDeclared();
       continue;
     }
     const url = `${hub}/${options.modelId}/resolve/${encodeURIComponent(revision)}/${file}`;
@@ -147,7 +209,7 @@ async function download(folder: string, options: EnsureModelOptions): Promise<st
       got = await fetchFile(url, dest, file, ctx);
     } catch (err) {
       // Every required file is here but the hub is out of reach: use the folder, and ask again next time.
-      if (optional.includes(file) && unreachableErrors.has(err as object)) {
+      if (optional.includes(file) && !required.includes(file) && unreachableErrors.has(err as object)) {
         unsettled = true;
         continue;
       }
@@ -163,6 +225,7 @@ async function download(folder: string, options: EnsureModelOptions): Promise<st
       missing.push(file);
     } else {
       files.push(file);
+      if (file === "config.json") await addDeclared();
     }
   }
   if (!unsettled) {

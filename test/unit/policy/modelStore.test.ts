@@ -2,12 +2,22 @@ import assert from "node:assert/strict";
 import { existsSync, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { type DownloadProgress, ensureModel, modelFolder, sha256File } from "../../../extension/core/policy/modelStore";
+import { EmbeddedPolicy } from "../../../extension/core/policy/embedded";
+import {
+  type DownloadProgress,
+  ensureModel,
+  externalDataFiles,
+  modelFolder,
+  sha256File,
+} from "../../../extension/core/policy/modelStore";
 import { HubServer } from "../../support/hubServer";
 import { expectPolicyError } from "../../support/policyErrors";
 
 const TINY = path.resolve("build/tiny-models/glossa-tiny-qwen2");
+/** The same model with its weights in two external data files, declared in its config.json. */
+const SPLIT = path.resolve("build/tiny-models/glossa-tiny-qwen2-split");
 const MODEL = "glossa/tiny-qwen2";
+const SPLIT_MODEL = "glossa/tiny-qwen2-split";
 const ONNX = "onnx/model.onnx";
 const NEEDED = ["config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", ONNX];
 
@@ -17,13 +27,15 @@ describe("modelStore", function () {
   let storage: string;
 
   before(() => {
-    if (!existsSync(path.join(TINY, ONNX))) {
-      throw new Error(`${TINY} is missing; run \`bash scripts/build-tiny-models.sh\` first`);
+    for (const folder of [TINY, SPLIT]) {
+      if (!existsSync(path.join(folder, ONNX))) {
+        throw new Error(`${folder} is missing; run \`bash scripts/build-tiny-models.sh\` first`);
+      }
     }
   });
 
   beforeEach(async () => {
-    hub = await HubServer.start({ models: { [MODEL]: TINY } });
+    hub = await HubServer.start({ models: { [MODEL]: TINY, [SPLIT_MODEL]: SPLIT } });
     storage = await fs.mkdtemp(path.join(os.tmpdir(), "glossa-store-"));
   });
 
@@ -154,6 +166,78 @@ describe("modelStore", function () {
           "download",
         );
         assert.match(err.message, /has no tokenizer\.json/);
+      } finally {
+        await other.close();
+      }
+    } finally {
+      await fs.rm(partial, { recursive: true, force: true });
+    }
+  });
+
+  it("reads the external weight files a config declares, as @huggingface/transformers does", () => {
+    const declare = (setting: unknown) => ({ "transformers.js_config": { use_external_data_format: setting } });
+    assert.deepEqual(externalDataFiles({}, "fp32"), []);
+    assert.deepEqual(externalDataFiles(declare(true), "fp32"), ["onnx/model.onnx_data"]);
+    assert.deepEqual(externalDataFiles(declare(3), "q4"), [
+      "onnx/model_q4.onnx_data",
+      "onnx/model_q4.onnx_data_1",
+      "onnx/model_q4.onnx_data_2",
+    ]);
+    const perFile = declare({ "model_fp16.onnx": 2, model: 1 });
+    assert.deepEqual(externalDataFiles(perFile, "fp16"), ["onnx/model_fp16.onnx_data", "onnx/model_fp16.onnx_data_1"]);
+    assert.deepEqual(externalDataFiles(perFile, "q8"), ["onnx/model_quantized.onnx_data"]);
+    assert.deepEqual(externalDataFiles(declare(false), "fp32"), []);
+    assert.throws(() => externalDataFiles(declare(-1), "fp32"), /expected a whole number from 0 to 100/);
+    assert.throws(() => externalDataFiles(declare("many"), "fp32"), /external data files/);
+  });
+
+  it("downloads every external weight file a model declares, and the model then runs", async () => {
+    const folder = await ensureModel({ modelId: SPLIT_MODEL, storageDir: storage, hubUrl: hub.url });
+    for (const file of [ONNX, "onnx/model.onnx_data", "onnx/model.onnx_data_1", "config.json"]) {
+      assert.equal(await sha256File(path.join(folder, file)), await sha256File(path.join(SPLIT, file)), file);
+    }
+    const before = hub.requests.length;
+    assert.equal(await ensureModel({ modelId: SPLIT_MODEL, storageDir: storage, hubUrl: hub.url }), folder);
+    assert.equal(hub.requests.length, before, "a complete folder needs no network");
+
+    // The downloaded folder generates exactly what the single-file model generates.
+    const prompt = {
+      messages: [{ role: "user" as const, content: "Translate: 你好" }],
+      assistantPrefix: "",
+      stop: [],
+      maxTokens: 12,
+    };
+    const textOf = async (policy: EmbeddedPolicy) => {
+      let text = "";
+      try {
+        for await (const d of policy.stream(prompt)) text += d.text;
+      } finally {
+        await policy.dispose();
+      }
+      return text;
+    };
+    const split = await textOf(new EmbeddedPolicy({ modelPath: folder }));
+    assert.ok(split.length > 0);
+    assert.equal(split, await textOf(new EmbeddedPolicy({ modelPath: TINY })));
+
+    // A folder that lost a declared chunk is refused by name before the runtime sees it.
+    await fs.rm(path.join(folder, "onnx/model.onnx_data_1"));
+    const err = await expectPolicyError(textOf(new EmbeddedPolicy({ modelPath: folder })), "model-missing");
+    assert.match(err.message, /has no onnx\/model\.onnx_data_1 \(its config\.json declares 2 external weight files\)/);
+  });
+
+  it("names a declared external weight file the hub does not have", async () => {
+    const partial = await fs.mkdtemp(path.join(os.tmpdir(), "glossa-partial-"));
+    try {
+      await fs.cp(SPLIT, partial, { recursive: true });
+      await fs.rm(path.join(partial, "onnx/model.onnx_data_1"));
+      const other = await HubServer.start({ models: { [SPLIT_MODEL]: partial } });
+      try {
+        const err = await expectPolicyError(
+          ensureModel({ modelId: SPLIT_MODEL, storageDir: storage, hubUrl: other.url }),
+          "download",
+        );
+        assert.match(err.message, /has no onnx\/model\.onnx_data_1/);
       } finally {
         await other.close();
       }
