@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { existsSync, promises as fs, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,7 +15,7 @@ import {
   type TextEncoder,
 } from "../../../extension/core/retrieval/dense/encoder";
 import { corpusFingerprint, type DensePassage, passagesOf } from "../../../extension/core/retrieval/dense/passages";
-import { DenseIndex, DenseIndexError } from "../../../extension/core/retrieval/dense/vectorIndex";
+import { ABANDONED_AFTER_MS, DenseIndex, DenseIndexError } from "../../../extension/core/retrieval/dense/vectorIndex";
 import type { Entry } from "../../../extension/core/retrieval/types";
 import { DEMO_GLOSSARY, ROOT } from "../../support/paths";
 
@@ -225,6 +226,43 @@ describe("dense retrieval (tiny random-weight BERT: mechanics, not semantics)", 
         (err: unknown) =>
           err instanceof DenseIndexError && err.code === "corrupt" && /Cannot read the dense index/.test(err.message),
       );
+    });
+
+    it("clears generation files a lost save race or a killed process left behind, and no save in progress", async () => {
+      const copy = await copyDir(dir);
+      const manifest = await DenseIndex.readManifest(copy);
+      assert.ok(manifest);
+      const bytes = await fs.readFile(join(copy, manifest.files.index.name));
+      const deadPid = spawnSync(process.execPath, ["-e", ""]).pid;
+      const write = async (name: string, ageMs = 0) => {
+        await fs.writeFile(join(copy, name), bytes);
+        const at = new Date(Date.now() - ageMs);
+        await fs.utimes(join(copy, name), at, at);
+      };
+      const lost = [`index.m1-${deadPid}-aaaaaa.hnsw`, `ledger.m1-${deadPid}-aaaaaa.tsv`];
+      const killedMidSave = [`index.m2-${deadPid}-bbbbbb.hnsw.tmp`, `ledger.m2-${deadPid}-bbbbbb.tsv.${deadPid}.tmp`];
+      const inProgress = [
+        `index.m3-${process.pid}-cccccc.hnsw`,
+        `ledger.m3-${process.pid}-cccccc.tsv.${process.pid}.tmp`,
+      ];
+      const leftLongAgo = [`index.m4-${process.pid}-dddddd.hnsw`];
+      for (const name of [...lost, ...killedMidSave, ...inProgress]) await write(name);
+      for (const name of leftLongAgo) await write(name, ABANDONED_AFTER_MS + 60_000);
+      await fs.writeFile(join(copy, "notes.txt"), "not ours");
+
+      const { index } = await DenseIndex.open(copy);
+      const saved = await index.save(copy, {
+        encoderId: manifest.encoderId,
+        corpusFingerprint: manifest.corpusFingerprint,
+        complete: true,
+        progress: manifest.progress,
+      });
+      const left = (await fs.readdir(copy)).sort();
+      assert.deepEqual(
+        left,
+        [...inProgress, "manifest.json", "notes.txt", saved.files.index.name, saved.files.ledger.name].sort(),
+      );
+      await DenseIndex.open(copy, { corpusFingerprint: manifest.corpusFingerprint });
     });
 
     it("encodes only new or edited entries, reuses moved text and drops removed ordinals", async () => {

@@ -302,7 +302,51 @@ export class DenseIndex {
         if (old !== indexName && old !== ledgerName) await fs.rm(path.join(dir, old), { force: true });
       }
     }
+    await removeAbandonedGenerations(dir, new Set([indexName, ledgerName]));
     return manifest;
+  }
+}
+
+/** Generation files (and their temporary files): `index.<time>-<pid>-<random>.hnsw`, `ledger.….tsv`. */
+const GENERATION_FILE = /^(?:index|ledger)\.[a-z0-9]+-(\d+)-[a-z0-9]+\.(?:hnsw|tsv)(?:\.(?:\d+\.)?tmp)?$/;
+/** A generation file untouched this long is no save in progress, whoever wrote it. */
+export const ABANDONED_AFTER_MS = 10 * 60_000;
+
+/**
+ * Removes generation files no manifest names that no save can still be writing: their writer's process
+ * has ended, or they have not changed for ABANDONED_AFTER_MS. These are left by a save that lost a race
+ * with another process's save, or by a process killed while saving. A save in progress elsewhere keeps
+ * its files: its process is alive and its files are fresh.
+ */
+export async function removeAbandonedGenerations(dir: string, current: ReadonlySet<string>): Promise<string[]> {
+  const removed: string[] = [];
+  let names: string[];
+  try {
+    names = await fs.readdir(dir);
+  } catch {
+    return removed;
+  }
+  const now = Date.now();
+  for (const name of names) {
+    const match = GENERATION_FILE.exec(name);
+    if (!match || current.has(name) || current.has(name.replace(/\.(?:\d+\.)?tmp$/, ""))) continue;
+    const file = path.join(dir, name);
+    const stat = await fs.stat(file).catch(() => null);
+    if (!stat) continue;
+    if (processAlive(Number(match[1])) && now - stat.mtimeMs < ABANDONED_AFTER_MS) continue;
+    await fs.rm(file, { force: true });
+    removed.push(name);
+  }
+  return removed;
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: the process exists but belongs to someone else.
+    return (err as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
