@@ -441,6 +441,9 @@ function searchStep(current: Run, query: string, index: number): SearchStep {
   return step;
 }
 
+/** Entry tags (idiom, slang, neologism…) shown beside a headword; the rest are in the raw evidence. */
+const MAX_TAGS_SHOWN = 4;
+
 function evidenceTable(hits: SearchHit[]): HTMLTableElement {
   const showTier = hits.some((h) => h.tier !== undefined);
   const headers = ["Headword", "Gloss", "Source", "Match", "Score", ...(showTier ? ["Tier"] : [])];
@@ -449,15 +452,38 @@ function evidenceTable(hits: SearchHit[]): HTMLTableElement {
     el(
       "tr",
       { class: "evidence-row", title: hit.id },
-      el("td", { class: "headword", lang: hit.lang || undefined }, hit.headword),
+      el(
+        "td",
+        { class: "headword" },
+        el("span", { lang: hit.lang || undefined }, hit.headword),
+        ...(hit.tags ?? []).slice(0, MAX_TAGS_SHOWN).map((t) => el("span", { class: "tag" }, t)),
+      ),
       el("td", { class: "gloss" }, hit.gloss),
-      el("td", { class: "corpus" }, hit.source),
-      el("td", { class: `match match-${hit.match}` }, hit.match),
+      el(
+        "td",
+        { class: "corpus" },
+        hit.source,
+        ...(hit.online ? [el("span", { class: "online", title: "Found by the online search tier" }, "online")] : []),
+      ),
+      matchCell(hit),
       el("td", { class: "score num" }, formatScore(hit.score)),
       ...(showTier ? [el("td", { class: "tier num" }, hit.tier === undefined ? "" : String(hit.tier))] : []),
     ),
   );
   return el("table", { class: "evidence" }, head, el("tbody", {}, ...rows));
+}
+
+/**
+ * Why a result matched. A fused (hybrid) result names every engine that found it, best first as they
+ * ranked it ("exact + dense"), with each engine's own score and rank on hover.
+ */
+function matchCell(hit: SearchHit): HTMLElement {
+  const reasons = hit.reasons ?? [];
+  if (reasons.length === 0) return el("td", { class: `match match-${hit.match}` }, hit.match);
+  const detail = reasons
+    .map((r) => `${r.kind}: score ${formatScore(r.score)}${r.rank === undefined ? "" : `, rank ${r.rank}`}`)
+    .join("\n");
+  return el("td", { class: `match match-${hit.match}`, title: detail }, reasons.map((r) => r.kind).join(" + "));
 }
 
 function onEvidence(current: Run, event: Extract<AgentEvent, { type: "evidence" }>): void {

@@ -6,7 +6,7 @@
  * The validators are hand-written so the same file can be bundled for the browser without extra code.
  */
 import type { AgentErrorCode, AgentEvent, RetrievalMode, Trajectory } from "../extension/core/agent/types";
-import type { MatchKind, SearchHit } from "../extension/core/retrieval/types";
+import type { MatchKind, MatchReason, SearchHit } from "../extension/core/retrieval/types";
 
 /** Longest optional rating comment, in UTF-16 code units (what a textarea's maxlength counts). */
 export const MAX_COMMENT_LENGTH = 2000;
@@ -151,7 +151,18 @@ function attempt<T>(f: () => T): Checked<T> {
 // agent events
 
 const RETRIEVAL_MODES: readonly RetrievalMode[] = ["selective", "never", "always"];
-const MATCH_KINDS: readonly MatchKind[] = ["exact", "normalized", "contained", "fuzzy", "bm25", "dense", "hybrid"];
+const MATCH_KINDS: readonly MatchKind[] = [
+  "exact",
+  "normalized",
+  "contained",
+  "fuzzy",
+  "bm25",
+  "dense",
+  "hybrid",
+  "online",
+];
+/** The engines a fused result can name as reasons (every kind but "hybrid" itself). */
+const REASON_KINDS = MATCH_KINDS.filter((k): k is MatchReason["kind"] => k !== "hybrid");
 const ERROR_CODES: readonly AgentErrorCode[] = [
   "missing-translation",
   "empty-translation",
@@ -177,6 +188,24 @@ function searchHit(x: unknown, where: string): SearchHit {
     match: oneOf(o, "match", where, MATCH_KINDS),
   };
   if (o.tier !== undefined) hit.tier = int(o, "tier", where, 0);
+  if (o.online !== undefined) hit.online = bool(o, "online", where);
+  if (o.tags !== undefined) {
+    if (!Array.isArray(o.tags)) throw new Invalid(`${where}.tags: expected an array, got ${describe(o.tags)}`);
+    hit.tags = o.tags.map((t, i) => {
+      if (typeof t !== "string") throw new Invalid(`${where}.tags[${i}]: expected a string, got ${describe(t)}`);
+      return t;
+    });
+  }
+  if (o.reasons !== undefined) {
+    if (!Array.isArray(o.reasons)) throw new Invalid(`${where}.reasons: expected an array, got ${describe(o.reasons)}`);
+    hit.reasons = o.reasons.map((r, i) => {
+      const at = `${where}.reasons[${i}]`;
+      const reason = obj(r, at);
+      const checked: MatchReason = { kind: oneOf(reason, "kind", at, REASON_KINDS), score: num(reason, "score", at) };
+      if (reason.rank !== undefined) checked.rank = int(reason, "rank", at, 1);
+      return checked;
+    });
+  }
   return hit;
 }
 

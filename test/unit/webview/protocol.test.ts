@@ -56,6 +56,25 @@ const goodEvents: AgentEvent[] = [
   { type: "search", query: "狗咬吕洞宾", index: 0 },
   { type: "evidence", query: "狗咬吕洞宾", index: 0, hits: [hit], information: "…", elapsedMs: 12.5 },
   { type: "evidence", query: "none", index: 1, hits: [], information: "", elapsedMs: 0 },
+  {
+    type: "evidence",
+    query: "rat race",
+    index: 2,
+    hits: [
+      {
+        ...hit,
+        match: "hybrid",
+        tags: ["neologism", "internet-slang"],
+        reasons: [
+          { kind: "bm25", score: 7.5, rank: 2 },
+          { kind: "dense", score: 0.81, rank: 1 },
+        ],
+      },
+      { ...hit, id: "web:1", match: "online", online: true, tier: 3 },
+    ],
+    information: "…",
+    elapsedMs: 40,
+  },
   { type: "translation-delta", text: "Bite" },
   { type: "text-delta", text: "\n" },
   { type: "warning", code: "unclosed-think", message: "closed it" },
@@ -174,6 +193,40 @@ describe("webview protocol: host → webview", () => {
         /tier: expected an integer ≥ 0/,
       ],
       [{ type: "evidence", query: "q", index: 0, hits: [], elapsedMs: 1 }, /information: expected a string/],
+      [
+        { type: "evidence", query: "q", index: 0, hits: [{ ...hit, tags: "idiom" }], information: "", elapsedMs: 1 },
+        /hits\[0\]\.tags: expected an array/,
+      ],
+      [
+        { type: "evidence", query: "q", index: 0, hits: [{ ...hit, tags: [3] }], information: "", elapsedMs: 1 },
+        /hits\[0\]\.tags\[0\]: expected a string/,
+      ],
+      [
+        { type: "evidence", query: "q", index: 0, hits: [{ ...hit, online: "yes" }], information: "", elapsedMs: 1 },
+        /hits\[0\]\.online: expected a boolean/,
+      ],
+      [
+        {
+          type: "evidence",
+          query: "q",
+          index: 0,
+          hits: [{ ...hit, reasons: [{ kind: "hybrid", score: 1 }] }],
+          information: "",
+          elapsedMs: 1,
+        },
+        /hits\[0\]\.reasons\[0\]\.kind: expected one of/,
+      ],
+      [
+        {
+          type: "evidence",
+          query: "q",
+          index: 0,
+          hits: [{ ...hit, reasons: [{ kind: "dense", score: 0.5, rank: 0 }] }],
+          information: "",
+          elapsedMs: 1,
+        },
+        /hits\[0\]\.reasons\[0\]\.rank: expected an integer ≥ 1/,
+      ],
       [{ type: "warning", code: "x" }, /message: expected a string/],
       [{ type: "done" }, /trajectory: expected an object/],
       [{ type: "done", trajectory: { ...trajectory(), schema: "other" } }, /schema/],

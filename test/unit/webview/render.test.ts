@@ -31,6 +31,7 @@ interface Locator {
   fill(value: string): Promise<void>;
   focus(): Promise<void>;
   textContent(): Promise<string | null>;
+  allTextContents(): Promise<string[]>;
   count(): Promise<number>;
   getAttribute(name: string): Promise<string | null>;
   isVisible(): Promise<boolean>;
@@ -204,6 +205,22 @@ const HITS: SearchHit[] = [
     lang: "zh",
     source: "xiehouyu",
     match: "bm25",
+    tier: 1,
+  },
+  {
+    id: "idioms:7",
+    headword: "好心当作驴肝肺",
+    gloss: "to take a kind heart for ill will",
+    score: 0.03252,
+    lang: "zh",
+    source: "idioms",
+    match: "hybrid",
+    tags: ["idiom", "xiehouyu"],
+    online: true,
+    reasons: [
+      { kind: "bm25", score: 7.25, rank: 2 },
+      { kind: "dense", score: 0.8123, rank: 1 },
+    ],
     tier: 1,
   },
 ];
@@ -469,13 +486,23 @@ describe("translation panel in Chromium", function () {
     await settle();
 
     assert.equal(await page.locator(".step-think").count(), 2);
-    assert.equal(await text(".step-search .search-meta"), "2 hits · 38 ms");
-    assert.equal(await page.locator(".evidence-row").count(), 2);
+    assert.equal(await text(".step-search .search-meta"), "3 hits · 38 ms");
+    assert.equal(await page.locator(".evidence-row").count(), 3);
     const row1 = await text(".evidence-row:nth-child(1)");
     for (const part of ["狗咬吕洞宾", "cedict", "exact", "0.973", "0"])
       assert.ok(row1.includes(part), `${part} in ${row1}`);
     const row2 = await text(".evidence-row:nth-child(2)");
     for (const part of ["xiehouyu", "bm25", "12.35", "1"]) assert.ok(row2.includes(part), `${part} in ${row2}`);
+    assert.equal(await text(".evidence-row:nth-child(3) .headword"), "好心当作驴肝肺idiomxiehouyu");
+    assert.deepEqual(await page.locator(".evidence-row:nth-child(3) .tag").allTextContents(), ["idiom", "xiehouyu"]);
+    assert.equal(await text(".evidence-row:nth-child(3) .corpus .online"), "online");
+    assert.equal(await page.locator(".evidence-row:nth-child(1) .online").count(), 0);
+    // A fused result names each engine that found it, with their scores and ranks on hover.
+    assert.equal(await text(".evidence-row:nth-child(3) .match"), "bm25 + dense");
+    assert.equal(
+      await page.locator(".evidence-row:nth-child(3) .match").getAttribute("title"),
+      "bm25: score 7.250, rank 2\ndense: score 0.812, rank 1",
+    );
     assert.equal(await value("#translation"), TRANSLATION);
     assert.match(await text("#status"), /^Done · 2\.4 s · 1 search · 2 turns · 118 tokens$/);
     assert.equal(await page.locator("#btn-cancel").isVisible(), false);
@@ -506,7 +533,7 @@ describe("translation panel in Chromium", function () {
     await page.reload();
     await waitForText("#status", "Done");
     assert.equal(await page.locator(".step-think").count(), 2);
-    assert.equal(await page.locator(".evidence-row").count(), 2);
+    assert.equal(await page.locator(".evidence-row").count(), 3);
     assert.equal(await value("#translation"), TRANSLATION);
     assert.equal(await text(".step-think .think-text"), THINK_1);
     await page.screenshot({ path: join(RESULTS, "panel.png"), fullPage: true });
