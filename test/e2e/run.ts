@@ -33,6 +33,7 @@ interface Locator {
   first(): Locator;
   count(): Promise<number>;
   textContent(): Promise<string | null>;
+  allTextContents(): Promise<string[]>;
   evaluate<R>(fn: string | ((el: Element & { value?: string }) => R)): Promise<R>;
   locator(selector: string, options?: { hasText?: string }): Locator;
 }
@@ -56,6 +57,8 @@ interface Browser {
 
 const ROOT = resolve(__dirname, "..");
 const SOURCE = "你别狗咬吕洞宾，不识好人心，我是真心帮你的。";
+/** The sentence encoder the suite builds (scripts/build-tiny-models.sh): random weights, real ONNX. */
+const TINY_ENCODER = join(ROOT, "build", "tiny-models", "glossa-tiny-bert");
 const TRANSLATION = "Don't bite the hand that's trying to help you — I really mean well.";
 const SCRIPTS: ScriptedCompletion[] = [
   {
@@ -182,6 +185,9 @@ async function main(): Promise<void> {
       "glossa.policy.endpoint": endpoint,
       "glossa.policy.model": "scripted",
       "glossa.feedback.file": feedbackFile,
+      // Dense search with the suite's tiny encoder: its index is built in the background after the first
+      // search, and the second run below must search it.
+      "glossa.retrieval.encoderPath": TINY_ENCODER,
     }),
   );
 
@@ -382,6 +388,15 @@ async function main(): Promise<void> {
     );
     await page.screenshot({ path: join(shots, "e2e-after-undo.png") });
 
+    // The dense index is built in a worker while the editor stays usable; the extension logs the result.
+    const denseDeadline = Date.now() + 180_000;
+    let denseLine = "";
+    while (!denseLine && Date.now() < denseDeadline) {
+      denseLine = /dense index (built|build stopped)[^\n]*/.exec(glossaLog(dirs.user))?.[0] ?? "";
+      if (!denseLine) await new Promise((r) => setTimeout(r, 250));
+    }
+    check("the dense index is built in the background", /^dense index built: \d+ vectors/.test(denseLine), denseLine);
+
     // A second translation of the same sentence, started with the keybinding, rejected this time: the
     // index and the panel exist now, so this also measures a warm start.
     await selectSentence();
@@ -397,6 +412,18 @@ async function main(): Promise<void> {
     log(`second run: first step shown ${warmFirstStepMs} ms after the keybinding`);
     while (server.requests.length < 4 && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     check("the keybinding starts a translation", server.requests.length === 4, `${server.requests.length} requests`);
+    const denseRow = panel.locator(".evidence-row .match", { hasText: "dense" }).first();
+    const denseShown = await denseRow.waitFor({ timeout: 30_000 }).then(
+      () => true,
+      () => false,
+    );
+    const matches = await panel.locator(".evidence-row .match").allTextContents();
+    check(
+      "the second search fuses lexical and dense results, and says which engine found each",
+      denseShown && matches.some((m) => /exact|normalized|fuzzy|contained|bm25/.test(m)),
+      matches.join(" | "),
+    );
+    await page.screenshot({ path: join(shots, "e2e-hybrid.png") });
     await panel.locator("#btn-reject:not([disabled])").waitFor({ timeout: 30_000 });
     await panel.locator("#btn-reject").click();
     const rejectDeadline = Date.now() + 10_000;
