@@ -164,7 +164,9 @@ export class Services implements vscode.Disposable {
           this.log(
             `dense index built: ${result.manifest.count} vectors (${result.encoded} encoded, ${result.reused} reused)`,
           );
-          this.retrieverPromise = undefined; // the next search opens the engine with the dense half
+          // Open the engine with its dense half now, so the next search does not wait for the load.
+          this.retrieverPromise = undefined;
+          void this.retriever().catch((e: unknown) => this.log(`retrieval: ${(e as Error).message}`));
         } catch (e) {
           this.log(`dense index build stopped: ${(e as Error).message} (it resumes from its checkpoint next time)`);
         } finally {

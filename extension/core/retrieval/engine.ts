@@ -150,6 +150,10 @@ export class RetrievalEngine implements Retriever {
         (ordinal) => (ordinal >= 0 && ordinal < index.size ? denseEntry(index, ordinal) : undefined),
         index.corpusIds,
       );
+      // Load the encoder and run it once now: the first search should not pay for the model load and
+      // the runtime's first inference, and an encoder that cannot load turns dense search off here,
+      // once, instead of warning on every search.
+      await encoder.encodeQueries(["warm-up"]);
       return { retriever, state: { kind: "ready" } };
     } catch (e) {
       if (e instanceof DenseIndexError) {

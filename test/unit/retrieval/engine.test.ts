@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { appendFile, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
+import { appendFile, cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type EngineConfig, RetrievalEngine } from "../../../extension/core/retrieval/engine";
@@ -116,6 +116,27 @@ describe("retrieval engine (lexical + dense + hierarchy + online, composed)", fu
         h.reasons?.some((r) => r.kind === "dense") && h.reasons.some((r) => r.kind === "bm25" || r.kind === "exact"),
       );
     }
+  });
+
+  it("turns dense search off once, at open, when its encoder can no longer load", async () => {
+    const encoderDir = join(dir, "encoder-copy");
+    await cp(TINY_BERT, encoderDir, { recursive: true });
+    const dense = { encoder: { modelPath: encoderDir } };
+    const first = await RetrievalEngine.open({ ...config, indexDir: join(dir, "index-lost-encoder"), dense });
+    await first.buildDense();
+    await rm(join(encoderDir, "onnx"), { recursive: true });
+    const warnings: string[] = [];
+    const engine = await RetrievalEngine.open(
+      { ...config, indexDir: join(dir, "index-lost-encoder"), dense },
+      { onWarning: (w) => warnings.push(w) },
+    );
+    assert.equal(engine.dense.kind, "failed");
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /^dense search is off: .*encoder-copy/);
+    const perSearch: string[] = [];
+    const hits = await engine.search("佛系", { topk: 3, onWarning: (m) => perSearch.push(m) });
+    assert.ok(hits.length > 0 && hits.every((h) => h.match !== "dense" && h.match !== "hybrid"));
+    assert.deepEqual(perSearch, [], "searches run lexically without a warning each");
   });
 
   it("reports a corrupt lexical index clearly and rebuilds it", async () => {
