@@ -5,11 +5,11 @@ import { type BackgroundBuildOptions, buildDenseIndexInBackground } from "./dens
 import type { DenseBuildResult } from "./dense/denseBuild";
 import { DenseRetriever } from "./dense/denseRetriever";
 import { SentenceEncoder, type SentenceEncoderOptions } from "./dense/encoder";
-import { corpusFingerprint, passagesOf } from "./dense/passages";
-import { DenseIndexError } from "./dense/vectorIndex";
+import { corpusFingerprintOf } from "./dense/passages";
+import { DenseIndex, DenseIndexError } from "./dense/vectorIndex";
 import { HierarchicalRetriever, type HierarchySettings } from "./hierarchy";
 import { HybridRetriever } from "./hybrid";
-import { IndexStore, type UpdateResult } from "./indexStore";
+import { IndexStore, lexicalSourceKey, type UpdateResult } from "./indexStore";
 import type { FrozenLexicalIndex } from "./lexical";
 import { type OnlineProviderConfig, OnlineSearchProvider, WithOnlineTier } from "./online";
 import type { Retriever, SearchHit, SearchOptions } from "./types";
@@ -70,11 +70,11 @@ export class RetrievalEngine implements Retriever {
     const update = hooks.updateInWorker
       ? await updateIndexInBackground(config.indexDir, config.corpora, { prune: true, onProgress: hooks.onProgress })
       : await store.update(config.corpora, { prune: true });
-    const { index } = await store.load();
+    const { index, manifest } = await store.load();
     let retriever: Retriever = index;
     let dense: DenseState = { kind: "off" };
     if (config.dense) {
-      const opened = await RetrievalEngine.openDense(index, config, hooks);
+      const opened = await RetrievalEngine.openDense(index, lexicalSourceKey(manifest), config, hooks);
       dense = opened.state;
       if (opened.retriever) {
         retriever = new HybridRetriever(
@@ -127,8 +127,10 @@ export class RetrievalEngine implements Retriever {
   buildDense(hooks: Pick<BackgroundBuildOptions, "onProgress" | "signal"> = {}): Promise<DenseBuildResult> {
     const dense = this.config.dense;
     if (!dense) return Promise.reject(new Error("No dense encoder is configured."));
+    // The worker reads the entries from the lexical index itself: walking a large corpus here would
+    // hold the editor's thread for seconds.
     return buildDenseIndexInBackground(
-      { dir: denseDir(this.config), passages: passagesOf(allEntries(this.lexical)) },
+      { dir: denseDir(this.config), lexicalIndex: this.config.indexDir },
       dense.encoder,
       hooks,
     );
@@ -136,13 +138,21 @@ export class RetrievalEngine implements Retriever {
 
   private static async openDense(
     index: FrozenLexicalIndex,
+    sourceKey: string,
     config: EngineConfig,
     hooks: EngineHooks,
   ): Promise<{ retriever?: DenseRetriever; state: DenseState }> {
     const dense = config.dense!;
     const encoder = new SentenceEncoder(dense.encoder);
-    const fingerprint = corpusFingerprint(passagesOf(allEntries(index)));
     try {
+      // A dense index built from this very lexical generation covers its entries; anything else is
+      // checked against a fingerprint of every entry, computed without holding the thread.
+      const built = await DenseIndex.readManifest(denseDir(config));
+      const fingerprint = !built
+        ? ""
+        : built.sourceKey === sourceKey
+          ? built.corpusFingerprint
+          : await corpusFingerprintOf(allEntries(index));
       const retriever = await DenseRetriever.open(
         denseDir(config),
         encoder,

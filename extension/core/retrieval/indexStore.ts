@@ -43,6 +43,18 @@ export interface IndexManifest {
   createdAt: string;
 }
 
+/**
+ * Identifies a lexical index generation by its content (format version and every file's size and
+ * CRC-32): equal keys mean the same entries in the same order.
+ */
+export function lexicalSourceKey(manifest: IndexManifest): string {
+  const files = manifest.files.map((f) => [f.name, f.size, f.crc32]).sort();
+  return createHash("sha256")
+    .update(JSON.stringify([manifest.formatVersion, manifest.entryCount, files]))
+    .digest("hex")
+    .slice(0, 32);
+}
+
 /** The index cannot be used as it is on disk; it can be rebuilt from its sources. */
 export class IndexCorruptError extends Error {
   override readonly name = "IndexCorruptError";

@@ -14,7 +14,12 @@ import {
   type SentenceEncoderOptions,
   type TextEncoder,
 } from "../../../extension/core/retrieval/dense/encoder";
-import { corpusFingerprint, type DensePassage, passagesOf } from "../../../extension/core/retrieval/dense/passages";
+import {
+  corpusFingerprint,
+  corpusFingerprintOf,
+  type DensePassage,
+  passagesOf,
+} from "../../../extension/core/retrieval/dense/passages";
 import { ABANDONED_AFTER_MS, DenseIndex, DenseIndexError } from "../../../extension/core/retrieval/dense/vectorIndex";
 import type { Entry } from "../../../extension/core/retrieval/types";
 import { DEMO_GLOSSARY, ROOT } from "../../support/paths";
@@ -124,6 +129,17 @@ describe("dense retrieval (tiny random-weight BERT: mechanics, not semantics)", 
       await fs.copyFile(join(TINY_BERT, "config.json"), join(partial, "config.json"));
       await assert.rejects(new SentenceEncoder({ modelPath: partial }).encodeQueries(["x"]), /has no tokenizer\.json/);
     });
+  });
+
+  it("computes the corpus fingerprint in slices that let timers run, equal to the one-pass fingerprint", async () => {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 0);
+    const sliced = await corpusFingerprintOf(entries, 500);
+    clearInterval(timer);
+    assert.equal(sliced, corpusFingerprint(passagesOf(entries)));
+    assert.ok(ticks >= 2, `${ticks} timer ticks while ${entries.length} entries were hashed`);
+    const edited = entries.map((e, i) => (i === 10 ? { ...e, gloss: `${e.gloss}!` } : e));
+    assert.notEqual(await corpusFingerprintOf(edited), sliced);
   });
 
   describe("index build, search and persistence", () => {

@@ -3,11 +3,28 @@ import { appendFile, cp, mkdtemp, readdir, readFile, rm, writeFile } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type EngineConfig, RetrievalEngine } from "../../../extension/core/retrieval/engine";
-import { IndexCorruptError } from "../../../extension/core/retrieval/indexStore";
+import { IndexCorruptError, IndexStore, lexicalSourceKey } from "../../../extension/core/retrieval/indexStore";
+import { FrozenLexicalIndex } from "../../../extension/core/retrieval/lexical";
 import { DEMO_GLOSSARY, ROOT } from "../../support/paths";
 import { SearxngServer } from "../../support/searchBackends";
 
 const TINY_BERT = join(ROOT, "build", "tiny-models", "glossa-tiny-bert");
+
+/** Counts FrozenLexicalIndex.entry calls (every full decode of an entry) until restored. */
+function countEntryReads(): { count: number; restore(): void } {
+  const original = FrozenLexicalIndex.prototype.entry;
+  const counter = {
+    count: 0,
+    restore: () => {
+      FrozenLexicalIndex.prototype.entry = original;
+    },
+  };
+  FrozenLexicalIndex.prototype.entry = function (this: FrozenLexicalIndex, doc: number) {
+    counter.count++;
+    return original.call(this, doc);
+  };
+  return counter;
+}
 
 describe("retrieval engine (lexical + dense + hierarchy + online, composed)", function () {
   this.timeout(120_000);
@@ -115,6 +132,46 @@ describe("retrieval engine (lexical + dense + hierarchy + online, composed)", fu
       assert.ok(
         h.reasons?.some((r) => r.kind === "dense") && h.reasons.some((r) => r.kind === "bm25" || r.kind === "exact"),
       );
+    }
+  });
+
+  it("knows a dense index built from the current lexical index without reading every entry again", async () => {
+    const dense = { encoder: { modelPath: TINY_BERT } };
+    const indexDir = join(dir, "index-source-key");
+    const first = await RetrievalEngine.open({ ...config, indexDir, dense });
+    const built = await first.buildDense();
+    const { manifest } = await new IndexStore(indexDir).load();
+    assert.equal(built.manifest.sourceKey, lexicalSourceKey(manifest));
+
+    const read = countEntryReads();
+    try {
+      const again = await RetrievalEngine.open({ ...config, indexDir, dense });
+      assert.equal(again.dense.kind, "ready");
+      assert.equal(read.count, 0, "the fingerprint came from the dense manifest");
+    } finally {
+      read.restore();
+    }
+
+    // A rebuild of the same entries has the same content key: still nothing to read.
+    await new IndexStore(indexDir).update(config.corpora, { force: true, prune: true });
+    const rebuilt = countEntryReads();
+    try {
+      assert.equal((await RetrievalEngine.open({ ...config, indexDir, dense })).dense.kind, "ready");
+      assert.equal(rebuilt.count, 0);
+    } finally {
+      rebuilt.restore();
+    }
+    // A changed corpus: every entry is read once for the fingerprint, which no longer matches.
+    const de = join(dir, "de-changed.tsv");
+    await writeFile(de, "de\ten\nHamsterrad\trat race\n");
+    const changedRead = countEntryReads();
+    try {
+      const corpora = [...config.corpora, { path: de }];
+      const changed = await RetrievalEngine.open({ ...config, corpora, indexDir, dense });
+      assert.equal(changed.dense.kind, "needs-build");
+      assert.equal(changedRead.count, changed.lexical.size);
+    } finally {
+      changedRead.restore();
     }
   });
 

@@ -5,6 +5,8 @@ import { DenseBuildCancelled, type DenseBuildHooks, type DenseBuildRequest, type
 import type { SentenceEncoderOptions } from "./encoder";
 import { packPassages, type WorkerReply, type WorkerRequest } from "./workerProtocol";
 
+type WorkerStart = Extract<WorkerRequest, { type: "start" }>;
+
 export interface BackgroundBuildOptions extends DenseBuildHooks {
   /** The worker script; defaults to dense-build-worker.js beside the bundle, or the TypeScript source under tsx. */
   workerScript?: string;
@@ -30,11 +32,15 @@ export class DenseBuildFailed extends Error {
  * when `signal` aborts, or with DenseBuildFailed.
  */
 export function buildDenseIndexInBackground(
-  request: DenseBuildRequest,
+  request: DenseBuildRequest | (Omit<DenseBuildRequest, "passages"> & { lexicalIndex: string }),
   encoder: SentenceEncoderOptions,
   options: BackgroundBuildOptions = {},
 ): Promise<DenseBuildResult> {
-  const { passages, ...rest } = request;
+  const total = "passages" in request ? request.passages.length : 0;
+  const source: WorkerStart["request"] =
+    "passages" in request
+      ? (({ passages, ...rest }) => ({ ...rest, packed: packPassages(passages) }))(request)
+      : request;
   const script = options.workerScript ?? defaultWorkerScript();
   const worker = new Worker(script, {
     ...(script.endsWith(".ts") ? { execArgv: ["--require", require.resolve("tsx/cjs")] } : {}),
@@ -53,7 +59,7 @@ export function buildDenseIndexInBackground(
       worker.postMessage({ type: "abort" } satisfies WorkerRequest);
       killTimer = setTimeout(() => {
         void worker.terminate();
-        settle(() => reject(new DenseBuildCancelled({ done: 0, total: passages.length })));
+        settle(() => reject(new DenseBuildCancelled({ done: 0, total })));
       }, options.cancelGraceMs ?? 60_000);
     };
     worker.on("message", (message: WorkerReply) => {
@@ -80,11 +86,7 @@ export function buildDenseIndexInBackground(
     );
     if (options.signal?.aborted) onAbort();
     else options.signal?.addEventListener("abort", onAbort, { once: true });
-    worker.postMessage({
-      type: "start",
-      request: { ...rest, packed: packPassages(passages) },
-      encoder,
-    } satisfies WorkerRequest);
+    worker.postMessage({ type: "start", request: source, encoder } satisfies WorkerRequest);
   });
 }
 

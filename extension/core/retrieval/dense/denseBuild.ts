@@ -7,6 +7,8 @@ export interface DenseBuildRequest {
   dir: string;
   /** The whole corpus as it should be indexed; ordinals are the vector labels. */
   passages: DensePassage[];
+  /** The lexical index generation the passages come from (see DenseManifest.sourceKey). */
+  sourceKey?: string;
   params?: Partial<HnswParams>;
   /** Seconds between checkpoints (index + ledger + manifest marked incomplete). Default 30. */
   checkpointSeconds?: number;
@@ -100,9 +102,13 @@ export async function buildDenseIndex(
     total,
   );
   if (upToDate) {
+    const manifest =
+      request.sourceKey && upToDate.sourceKey !== request.sourceKey
+        ? await DenseIndex.recordSource(dir, upToDate, request.sourceKey)
+        : upToDate;
     report("done", total, 0, times);
     return {
-      manifest: upToDate,
+      manifest,
       kept: total,
       reused: 0,
       encoded: 0,
@@ -146,7 +152,13 @@ export async function buildDenseIndex(
   let done = kept + moved.length;
 
   const save = (complete: boolean) =>
-    index.save(dir, { encoderId: encoder.id, corpusFingerprint: fingerprint, complete, progress: { done, total } });
+    index.save(dir, {
+      encoderId: encoder.id,
+      corpusFingerprint: fingerprint,
+      complete,
+      progress: { done, total },
+      ...(request.sourceKey ? { sourceKey: request.sourceKey } : {}),
+    });
   let lastCheckpoint = Date.now();
   for (let start = 0; start < toEncode.length; start += chunkSize) {
     if (hooks.signal?.aborted) {

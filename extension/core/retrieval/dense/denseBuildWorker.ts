@@ -4,10 +4,28 @@
  * out: `progress`, `done`, `cancelled`, `failed`.
  */
 import { parentPort } from "node:worker_threads";
-import { buildDenseIndex, DenseBuildCancelled } from "./denseBuild";
+import { IndexStore, lexicalSourceKey } from "../indexStore";
+import { buildDenseIndex, DenseBuildCancelled, type DenseBuildRequest } from "./denseBuild";
 import { SentenceEncoder } from "./encoder";
+import { type DensePassage, passageText } from "./passages";
 import type { WorkerReply, WorkerRequest } from "./workerProtocol";
 import { unpackPassages } from "./workerProtocol";
+
+/** The build request with its passages, read from the lexical index when the caller named one. */
+async function readRequest(request: Extract<WorkerRequest, { type: "start" }>["request"]): Promise<DenseBuildRequest> {
+  if ("packed" in request) {
+    const { packed, ...rest } = request;
+    return { ...rest, passages: unpackPassages(packed) };
+  }
+  const { lexicalIndex, ...rest } = request;
+  const { index, manifest } = await new IndexStore(lexicalIndex).load();
+  const passages: DensePassage[] = [];
+  for (let doc = 0; doc < index.size; doc++) {
+    const entry = index.entry(doc);
+    passages.push({ ordinal: doc, id: entry.id, text: passageText(entry) });
+  }
+  return { ...rest, passages, sourceKey: lexicalSourceKey(manifest) };
+}
 
 const port = parentPort;
 if (!port) throw new Error("denseBuildWorker must run in a worker thread");
@@ -20,11 +38,13 @@ port.on("message", (message: WorkerRequest) => {
     return;
   }
   const encoder = new SentenceEncoder(message.encoder);
-  const { packed, ...rest } = message.request;
-  buildDenseIndex({ ...rest, passages: unpackPassages(packed) }, encoder, {
-    signal: controller.signal,
-    onProgress: (progress) => reply({ type: "progress", progress }),
-  })
+  readRequest(message.request)
+    .then((request) =>
+      buildDenseIndex(request, encoder, {
+        signal: controller.signal,
+        onProgress: (progress) => reply({ type: "progress", progress }),
+      }),
+    )
     .then((result) => reply({ type: "done", result }))
     .catch((err: unknown) => {
       if (err instanceof DenseBuildCancelled) reply({ type: "cancelled", progress: err.progress });

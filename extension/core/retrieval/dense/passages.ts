@@ -36,16 +36,44 @@ export function contentHash(text: string): string {
 export function corpusFingerprint(passages: readonly DensePassage[]): string {
   const inOrder = passages.every((p, i) => i === 0 || (passages[i - 1] as DensePassage).ordinal < p.ordinal);
   const sorted = inOrder ? passages : [...passages].sort((a, b) => a.ordinal - b.ordinal);
-  const hash = createHash("sha256");
-  let pending = "";
-  for (const p of sorted) {
+  const hasher = new FingerprintHasher();
+  for (const p of sorted) hasher.add(p);
+  return hasher.digest();
+}
+
+/**
+ * The same fingerprint over entries in corpus order, computed in slices that give the event loop back
+ * between them: at dictionary scale it takes seconds, and the editor's thread must not stall for them.
+ */
+export async function corpusFingerprintOf(
+  entries: Iterable<Pick<Entry, "id" | "headword" | "gloss">>,
+  sliceSize = 4096,
+): Promise<string> {
+  const hasher = new FingerprintHasher();
+  let ordinal = 0;
+  for (const entry of entries) {
+    hasher.add({ ordinal, id: entry.id, text: passageText(entry) });
+    if (++ordinal % sliceSize === 0) await new Promise((resolve) => setImmediate(resolve));
+  }
+  return hasher.digest();
+}
+
+class FingerprintHasher {
+  private readonly hash = createHash("sha256");
+  private pending = "";
+
+  add(p: DensePassage): void {
     // The length prefix keeps a tab or newline inside a text from imitating another split.
-    pending += `${p.ordinal}\t${p.id.length}:${p.id}\t${p.text.length}:${p.text}\n`;
-    if (pending.length > 1 << 16) {
-      hash.update(pending);
-      pending = "";
+    this.pending += `${p.ordinal}\t${p.id.length}:${p.id}\t${p.text.length}:${p.text}\n`;
+    if (this.pending.length > 1 << 16) {
+      this.hash.update(this.pending);
+      this.pending = "";
     }
   }
-  hash.update(pending);
-  return hash.digest("hex");
+
+  digest(): string {
+    this.hash.update(this.pending);
+    this.pending = "";
+    return this.hash.digest("hex");
+  }
 }

@@ -25,6 +25,11 @@ export interface DenseManifest {
   dimension: number;
   /** See `corpusFingerprint`: the corpus the finished index covers (of the checkpoint's target while partial). */
   corpusFingerprint: string;
+  /**
+   * Identifies the lexical index generation the passages were read from, when they were: a reader that
+   * sees the same generation knows the fingerprint without reading every entry again.
+   */
+  sourceKey?: string;
   /** Live vectors (labels not marked deleted). */
   count: number;
   params: HnswParams;
@@ -256,6 +261,18 @@ export class DenseIndex {
     return neighbors.map((ordinal, i) => ({ ordinal, score: 1 - (distances[i] as number) }));
   }
 
+  /**
+   * Records the lexical generation a finished index's passages match (its files are unchanged), unless
+   * another save replaced the manifest meanwhile.
+   */
+  static async recordSource(dir: string, manifest: DenseManifest, sourceKey: string): Promise<DenseManifest> {
+    const current = await DenseIndex.readManifest(dir);
+    if (!current || current.files.index.name !== manifest.files.index.name) return manifest;
+    const updated: DenseManifest = { ...current, sourceKey };
+    await writeDurably(path.join(dir, MANIFEST), `${JSON.stringify(updated, null, 2)}\n`);
+    return updated;
+  }
+
   /** Writes a new generation of files, then the manifest by rename; removes the generation it replaced. */
   async save(
     dir: string,
@@ -264,6 +281,7 @@ export class DenseIndex {
       corpusFingerprint: string;
       complete: boolean;
       progress: { done: number; total: number };
+      sourceKey?: string;
     },
   ): Promise<DenseManifest> {
     await fs.mkdir(dir, { recursive: true });
@@ -285,6 +303,7 @@ export class DenseIndex {
       encoderId: about.encoderId,
       dimension: this.dimension,
       corpusFingerprint: about.corpusFingerprint,
+      ...(about.sourceKey ? { sourceKey: about.sourceKey } : {}),
       count: this.ledger.size,
       params: this.params,
       createdAt: this.createdAt,

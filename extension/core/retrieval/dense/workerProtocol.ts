@@ -33,10 +33,16 @@ export function unpackPassages(packed: PackedPassages): DensePassage[] {
   return Array.from(packed.ordinals, (ordinal, i) => ({ ordinal, id: ids[i] ?? "", text: texts[i] ?? "" }));
 }
 
+/**
+ * Where the worker gets its passages: packed by the caller, or read by the worker itself from a lexical
+ * index folder (every entry, in order), so the caller's thread never walks a large corpus.
+ */
+export type PassageSource = { packed: PackedPassages } | { lexicalIndex: string };
+
 export type WorkerRequest =
   | {
       type: "start";
-      request: Omit<DenseBuildRequest, "passages"> & { packed: PackedPassages };
+      request: Omit<DenseBuildRequest, "passages"> & PassageSource;
       encoder: SentenceEncoderOptions;
     }
   | { type: "abort" };
