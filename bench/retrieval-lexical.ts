@@ -2,6 +2,7 @@
  * Lexical retrieval benchmark on real dictionaries; prints its figures (no pass/fail thresholds).
  *
  *   npx tsx bench/retrieval-lexical.ts [--repeat 7] [--queries 2000] [--limit N] [--no-bm25s]
+ *   npx tsx bench/retrieval-lexical.ts --only-wiktextract   (the wiktextract import throughput alone)
  *
  * Corpus: CC-CEDICT + EDICT (/usr/share/edict/edict) + FreeDict eng-jpn (~420k entries), and a
  * large corpus made by repeating those entries `--repeat` times (default 7, ~3M) as separate
@@ -17,10 +18,11 @@
  */
 import { execFileSync } from "node:child_process";
 import { createWriteStream, existsSync, readFileSync } from "node:fs";
-import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { readCorpus } from "../extension/core/retrieval/corpora";
 import type { ImportReport } from "../extension/core/retrieval/importers/report";
+import { importWiktextract } from "../extension/core/retrieval/importers/wiktextract";
 import { IndexStore } from "../extension/core/retrieval/indexStore";
 import { allQueryTerms, documentTerms, queryTerms } from "../extension/core/retrieval/lexicalTerms";
 import type { Entry } from "../extension/core/retrieval/types";
@@ -245,6 +247,75 @@ interface BuildFigures {
   peakRss: number;
 }
 
+/** Child process: one wiktextract import that only counts entries (the importer alone), timed, with its peak RSS. */
+async function wiktextractChild(file: string, outFile: string): Promise<void> {
+  const rssBefore = process.memoryUsage().rss;
+  const started = performance.now();
+  let entries = 0;
+  const report = await importWiktextract(file, "wiktextract", {}, () => {
+    entries++;
+  });
+  const seconds = (performance.now() - started) / 1000;
+  await writeFile(
+    outFile,
+    JSON.stringify({ seconds, entries, report, rssBefore, peakRss: process.resourceUsage().maxRSS * 1024 }),
+  );
+}
+
+/**
+ * The kaikki.org samples (every edition in ../shared/data) repeated to about `megabytes` MB, copy k's
+ * words suffixed with ` k` so that every record is a new entry, as in a full dump.
+ */
+async function makeWiktextractFile(megabytes: number): Promise<string> {
+  const file = join(WORK, `wiktextract-${megabytes}mb.jsonl`);
+  if (existsSync(file)) return file;
+  const dir = join(DATA, "wiktextract-kaikki-samples");
+  const records = (await readdir(dir))
+    .filter((n) => n.endsWith(".jsonl"))
+    .sort()
+    .flatMap((n) => readFileSync(join(dir, n), "utf8").split("\n"))
+    .filter((l) => l.trim())
+    .map((l) => JSON.parse(l) as { word?: unknown });
+  const out = createWriteStream(`${file}.tmp`);
+  let written = 0;
+  for (let copy = 1; written < megabytes * 2 ** 20; copy++) {
+    for (const r of records) {
+      const line = `${JSON.stringify(copy === 1 ? r : { ...r, word: `${String(r.word)} ${copy}` })}\n`;
+      written += Buffer.byteLength(line);
+      if (!out.write(line)) await new Promise<void>((resolve) => out.once("drain", () => resolve()));
+    }
+  }
+  await new Promise<void>((r, j) => out.end((error?: Error | null) => (error ? j(error) : r())));
+  await rename(`${file}.tmp`, file);
+  return file;
+}
+
+async function wiktextractThroughput(): Promise<void> {
+  const megabytes = 256;
+  const file = await makeWiktextractFile(megabytes);
+  const bytes = (await stat(file)).size;
+  const out = join(WORK, "wiktextract-child.json");
+  execFileSync(process.execPath, ["-r", "tsx/cjs", __filename, "--wiktextract", file, out], {
+    stdio: "inherit",
+    cwd: ROOT,
+  });
+  const r = JSON.parse(readFileSync(out, "utf8")) as {
+    seconds: number;
+    entries: number;
+    report: ImportReport;
+    rssBefore: number;
+    peakRss: number;
+  };
+  console.log(
+    `\n== wiktextract: the kaikki.org samples repeated to ${(bytes / 2 ** 20).toFixed(0)} MiB (copy k's words end in " k")`,
+  );
+  console.log(
+    `${r.report.imported.toLocaleString()} imported, ${r.report.skipped.toLocaleString()} skipped, ${r.report.malformed} malformed ` +
+      `in ${r.seconds.toFixed(1)} s: ${(bytes / 2 ** 20 / r.seconds).toFixed(1)} MiB/s, ${Math.round(r.entries / r.seconds).toLocaleString()} entries/s; ` +
+      `RSS ${(r.rssBefore / 2 ** 20).toFixed(0)} MiB before, peak ${(r.peakRss / 2 ** 20).toFixed(0)} MiB`,
+  );
+}
+
 /** Child process: one store update from entry JSONL files, timed, with its peak RSS. */
 async function buildChild(root: string, specsJson: string, outFile: string): Promise<void> {
   const specs = JSON.parse(specsJson) as Array<{ path: string; id: string }>;
@@ -341,6 +412,8 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === "--child") return child(argv[1]!, argv[2]!, argv[3]!);
   if (argv[0] === "--build") return buildChild(argv[1]!, argv[2]!, argv[3]!);
+  if (argv[0] === "--wiktextract") return wiktextractChild(argv[1]!, argv[2]!);
+  if (argv[0] === "--only-wiktextract") return wiktextractThroughput();
   const args = parseArgs(argv);
   await mkdir(join(WORK, "entries"), { recursive: true });
 
@@ -383,6 +456,8 @@ async function main(): Promise<void> {
   }
   await new Promise<void>((r) => tokenOut.end(r));
   await writeFile(queryTokens, `${queries.bm25.map((q) => queryTerms(q).join(" ")).join("\n")}\n`);
+
+  await wiktextractThroughput();
 
   await scale("base", baseSpecs, queriesFile, { corpus: corpusTokens, queries: queryTokens, repeat: 1 }, args);
 
