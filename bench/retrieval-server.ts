@@ -1,8 +1,10 @@
 /**
  * Throughput and latency of the retrieval server (POST /retrieve) over the demo glossary, on 127.0.0.1.
  *
- *   npx tsx bench/retrieval-server.ts [--requests 400] [--concurrency 8] [--topk 5] [--batches 1,32]
+ *   npx tsx bench/retrieval-server.ts [--requests 400] [--concurrency 8] [--topk 5] [--batches 1,32] [--index DIR]
  *
+ * `--index DIR` serves a stored lexical index folder instead (the lexical benchmark leaves its ~425k-entry
+ * index in .cache/bench-retrieval/index-base), with headwords drawn from that index.
  * Queries are real: headwords spread over the demo glossary, whole sentences from media/samples, and
  * English gloss words, cycled. Each batch size runs twice: with the result cache off (every query is
  * searched) and on (after a warm-up pass, every query is a cache hit). The load is bounded: a fixed
@@ -15,6 +17,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { demoGlossaryPath, packageRoot } from "../extension/core/resources";
 import { loadIndex } from "../extension/core/retrieval/corpora";
+import { IndexStore } from "../extension/core/retrieval/indexStore";
 import { RetrievalServer } from "../extension/core/retrieval/server";
 import type { Retriever } from "../extension/core/retrieval/types";
 
@@ -24,6 +27,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "8" },
     topk: { type: "string", default: "5" },
     batches: { type: "string", default: "1,32" },
+    index: { type: "string" },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -31,9 +35,7 @@ const CONCURRENCY = Number(values.concurrency);
 const TOPK = Number(values.topk);
 const BATCHES = values.batches.split(",").map(Number);
 
-async function realQueries(): Promise<string[]> {
-  const lines = (await readFile(demoGlossaryPath(), "utf8")).split("\n").filter((l) => l && !l.startsWith("#"));
-  const headwords = Array.from({ length: 500 }, (_, i) => lines[i * Math.floor(lines.length / 500)]!.split(" ")[1]!);
+async function realQueries(headwords: string[]): Promise<string[]> {
   const samples = (await readFile(join(packageRoot(), "media", "samples", "zh-en.txt"), "utf8"))
     .split("\n")
     .filter((l) => l.trim() && !l.startsWith("#"));
@@ -111,16 +113,34 @@ async function run(retriever: Retriever, queries: string[], batch: number, cache
   }
 }
 
+/** 500 headwords spread evenly over the index. */
+function spreadHeadwords(size: number, headwordOf: (doc: number) => string): string[] {
+  return Array.from({ length: 500 }, (_, i) => headwordOf(Math.floor((i * size) / 500)));
+}
+
 async function main(): Promise<void> {
   const loadStarted = Date.now();
-  const { index } = await loadIndex([{ path: demoGlossaryPath(), id: "demo-cc-cedict" }]);
-  const queries = await realQueries();
+  let retriever: Retriever;
+  let headwords: string[];
+  let what: string;
+  if (values.index) {
+    const { index } = await new IndexStore(values.index).load();
+    retriever = index;
+    headwords = spreadHeadwords(index.size, (doc) => index.entry(doc).headword);
+    what = `index ${values.index}: ${index.size} entries in ${index.corpusIds.length} corpora`;
+  } else {
+    const { index } = await loadIndex([{ path: demoGlossaryPath(), id: "demo-cc-cedict" }]);
+    retriever = index;
+    headwords = spreadHeadwords(index.size, (doc) => index.freeze().entry(doc).headword);
+    what = `demo glossary: ${index.size} entries`;
+  }
+  const queries = await realQueries(headwords);
   console.log(
-    `demo glossary: ${index.size} entries, loaded in ${Date.now() - loadStarted} ms; ${queries.length} distinct queries; ` +
+    `${what}, loaded in ${Date.now() - loadStarted} ms; ${queries.length} distinct queries; ` +
       `${REQUESTS} requests per run, ${CONCURRENCY} in flight, topk ${TOPK}, node ${process.version}`,
   );
   for (const batch of BATCHES) {
-    for (const cached of [false, true]) console.log(await run(index, queries, batch, cached));
+    for (const cached of [false, true]) console.log(await run(retriever, queries, batch, cached));
   }
 }
 

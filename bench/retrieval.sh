@@ -20,3 +20,5 @@ echo "== dense and hybrid"
 npx tsx bench/retrieval-dense.ts --entries "${DENSE_ENTRIES:-50000}"
 echo "== retrieval server"
 npx tsx bench/retrieval-server.ts
+echo "== retrieval server over the ~425k-entry lexical index"
+npx tsx bench/retrieval-server.ts --index .cache/bench-retrieval/index-base
