@@ -3,7 +3,7 @@
  *
  *   bash bench/setup-minilm.sh            (once: venv, ONNX export of all-MiniLM-L6-v2, parity check)
  *   npx tsx bench/retrieval-dense.ts [--entries 50000|all] [--queries 500] [--dtype fp32|q8]
- *        [--m 16] [--ef-construction 200] [--ef-search 64] [--batch 64] [--threads N] [--reuse-vectors]
+ *        [--m 16] [--ef-construction 200] [--ef-search 200] [--batch 64] [--threads N] [--reuse-vectors]
  *
  * Corpus: CC-CEDICT (../shared/data) + EDICT (/usr/share/edict/edict) + FreeDict eng-jpn (/usr/share/dictd),
  * ~420k entries; `--entries N` takes every (total/N)-th entry so all three stay represented. Passages are
@@ -59,7 +59,7 @@ function parseArgs(argv: string[]): Args {
     dtype: "fp32",
     m: 16,
     efConstruction: 200,
-    efSearch: 64,
+    efSearch: 200,
     batch: 64,
     reuseVectors: false,
   };
@@ -280,8 +280,8 @@ async function main(): Promise<void> {
   });
   t = performance.now();
   let agree = 0;
-  queryVectors.forEach((q, qi) => {
-    const truth = new Set(exactTopK(vectors, dim, q, K));
+  const truths = queryVectors.map((q) => new Set(exactTopK(vectors, dim, q, K)));
+  truths.forEach((truth, qi) => {
     for (let j = 0; j < K; j++) if (truth.has(labels[qi * K + j] as number)) agree++;
   });
   const recall = agree / (queries.length * K);
@@ -291,6 +291,22 @@ async function main(): Promise<void> {
     `HNSW search: p50 ${ms(quantile(searchTimes, 0.5))}, p95 ${ms(quantile(searchTimes, 0.95))}; recall@${K} vs exact ${recall.toFixed(4)} (exact search in JS took ${exactSeconds.toFixed(1)} s)`,
   );
   console.log(`dense query end to end, p95 encode + p95 search: ${ms(hybridEstimate)}`);
+  // The query-time trade-off on the same graph: efSearch is a search setting (glossa.retrieval.denseSearchEf).
+  for (const ef of [64, 128, 200, 256]) {
+    index.setEfSearch(ef);
+    const times: number[] = [];
+    let found = 0;
+    queryVectors.forEach((q, qi) => {
+      const started = performance.now();
+      const hits = index.search(q, K);
+      times.push(performance.now() - started);
+      for (const h of hits) if (truths[qi]!.has(h.ordinal)) found++;
+    });
+    console.log(
+      `  efSearch ${String(ef).padStart(3)}: recall@${K} ${(found / (queries.length * K)).toFixed(3)}, search p50 ${ms(quantile(times, 0.5))}, p95 ${ms(quantile(times, 0.95))}`,
+    );
+  }
+  index.setEfSearch(args.efSearch);
 
   // Hybrid as the agent runs it: BM25/headword over the whole corpus and dense over the indexed
   // entries, queried in parallel and fused by reciprocal rank; the time includes query encoding.

@@ -1,6 +1,7 @@
 import type { AgentLimits, PromptStyle, RetrievalMode } from "./agent/types";
 import type { ContinuationStrategy } from "./policy/openai";
 import type { CorpusSpec } from "./retrieval/corpora";
+import { DEFAULT_HNSW_PARAMS } from "./retrieval/dense/hnswParams";
 import type { EngineConfig } from "./retrieval/engine";
 
 /** Everything a translation needs to know, read from VS Code settings or CLI flags. */
@@ -36,6 +37,8 @@ export interface RetrievalSettings {
   encoderQueryPrefix: string;
   encoderPassagePrefix: string;
   encoderPooling: "mean" | "cls";
+  /** HNSW candidate list size per dense query: higher finds more of the true neighbours, more slowly. */
+  denseSearchEf: number;
   /** Corpus languages for the LcRL hierarchy (query language first, then these, then the anchor); empty = off. */
   hierarchyLanguages: string[];
   hierarchyAnchor: string;
@@ -69,6 +72,7 @@ export const DEFAULT_SETTINGS: GlossaSettings = {
     encoderQueryPrefix: "",
     encoderPassagePrefix: "",
     encoderPooling: "mean",
+    denseSearchEf: DEFAULT_HNSW_PARAMS.efSearch,
     hierarchyLanguages: [],
     hierarchyAnchor: "en",
     hierarchyStop: "enough",
@@ -106,6 +110,7 @@ export function engineConfig(settings: GlossaSettings, indexDir: string, demoGlo
               passagePrefix: r.encoderPassagePrefix,
               pooling: r.encoderPooling,
             },
+            efSearch: r.denseSearchEf,
           },
         }
       : {}),

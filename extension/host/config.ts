@@ -50,6 +50,7 @@ function readRetrievalSettings(get: <T>(key: string, fallback: T) => T): Retriev
     encoderQueryPrefix: get("retrieval.encoderQueryPrefix", d.encoderQueryPrefix),
     encoderPassagePrefix: get("retrieval.encoderPassagePrefix", d.encoderPassagePrefix),
     encoderPooling: get<RetrievalSettings["encoderPooling"]>("retrieval.encoderPooling", d.encoderPooling),
+    denseSearchEf: positive(get("retrieval.denseSearchEf", d.denseSearchEf), d.denseSearchEf),
     hierarchyLanguages: get<string[]>("retrieval.hierarchy.languages", d.hierarchyLanguages),
     hierarchyAnchor: get("retrieval.hierarchy.anchor", d.hierarchyAnchor),
     hierarchyStop: get<RetrievalSettings["hierarchyStop"]>("retrieval.hierarchy.stop", d.hierarchyStop),

@@ -25,7 +25,13 @@ export interface EngineConfig {
   indexDir: string;
   /** Exactly the corpora to search: the index drops any it held that are not named here. */
   corpora: CorpusSpec[];
-  dense?: { encoder: SentenceEncoderOptions; weight?: number; lexicalWeight?: number };
+  dense?: {
+    encoder: SentenceEncoderOptions;
+    weight?: number;
+    lexicalWeight?: number;
+    /** HNSW candidate list size per query (default DEFAULT_HNSW_PARAMS.efSearch). */
+    efSearch?: number;
+  };
   hierarchy?: HierarchySettings;
   online?: OnlineProviderConfig & { when?: "fallback" | "always" };
   /** Longest gloss returned per result (characters). */
@@ -159,6 +165,7 @@ export class RetrievalEngine implements Retriever {
         fingerprint,
         (ordinal) => (ordinal >= 0 && ordinal < index.size ? denseEntry(index, ordinal) : undefined),
         index.corpusIds,
+        dense.efSearch,
       );
       // Load the encoder and run it once now: the first search should not pay for the model load and
       // the runtime's first inference, and an encoder that cannot load turns dense search off here,

@@ -1,5 +1,6 @@
 import type { Retriever, SearchHit, SearchOptions } from "../types";
 import type { TextEncoder } from "./encoder";
+import { DEFAULT_HNSW_PARAMS } from "./hnswParams";
 import { DenseIndex, type DenseManifest } from "./vectorIndex";
 
 /** What the dense retriever needs to show a result: the entry behind an ordinal, from whoever holds the entries. */
@@ -45,11 +46,12 @@ export class DenseRetriever implements Retriever {
     corpusFingerprint: string,
     lookup: EntryLookup,
     corpusIds: readonly string[],
+    efSearch: number = DEFAULT_HNSW_PARAMS.efSearch,
   ): Promise<DenseRetriever> {
     const { index, manifest } = await DenseIndex.open(
       dir,
       { encoderId: encoder.id, corpusFingerprint },
-      { ledger: false },
+      { ledger: false, efSearch },
     );
     return new DenseRetriever(index, encoder, lookup, corpusIds, manifest);
   }

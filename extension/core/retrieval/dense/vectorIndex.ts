@@ -2,20 +2,12 @@ import { createHash } from "node:crypto";
 import { createReadStream, promises as fs } from "node:fs";
 import path from "node:path";
 import { HierarchicalNSW } from "hnswlib-node";
+import { DEFAULT_HNSW_PARAMS, type HnswParams } from "./hnswParams";
 
 export const DENSE_FORMAT_VERSION = 1;
 const MANIFEST = "manifest.json";
 
-export interface HnswParams {
-  /** Graph degree. */
-  m: number;
-  efConstruction: number;
-  /** Candidate list size at query time: higher is slower and finds more of the true neighbours. */
-  efSearch: number;
-  randomSeed: number;
-}
-
-export const DEFAULT_HNSW_PARAMS: HnswParams = { m: 16, efConstruction: 200, efSearch: 64, randomSeed: 100 };
+export { DEFAULT_HNSW_PARAMS, type HnswParams };
 
 /** What the vectors on disk were made from; compared with the current encoder and corpus before use. */
 export interface DenseManifest {
@@ -162,7 +154,12 @@ export class DenseIndex {
   static async open(
     dir: string,
     expect: DenseExpectation = {},
-    options: { allowPartial?: boolean; ledger?: boolean } = {},
+    options: {
+      allowPartial?: boolean;
+      ledger?: boolean;
+      /** Query-time candidate list size; default the one the index was built with. Not part of the index. */
+      efSearch?: number;
+    } = {},
   ): Promise<{ index: DenseIndex; manifest: DenseManifest }> {
     const manifest = await DenseIndex.readManifest(dir);
     if (!manifest) throw new DenseIndexError("missing", `No dense index in ${dir}; build it first.`, dir);
@@ -203,7 +200,8 @@ export class DenseIndex {
         ledger.set(Number(ordinal), { id, hash });
       }
     }
-    const index = new DenseIndex(hnsw, manifest.dimension, manifest.params, ledger, manifest.createdAt);
+    const params = options.efSearch ? { ...manifest.params, efSearch: options.efSearch } : manifest.params;
+    const index = new DenseIndex(hnsw, manifest.dimension, params, ledger, manifest.createdAt);
     return { index, manifest };
   }
 
