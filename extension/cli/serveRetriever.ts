@@ -4,6 +4,7 @@ import { type CorpusSpec, loadIndex } from "../core/retrieval/corpora";
 import { RetrievalEngine } from "../core/retrieval/engine";
 import { HierarchicalRetriever } from "../core/retrieval/hierarchy";
 import { summarize } from "../core/retrieval/importers/report";
+import { IndexCorruptError } from "../core/retrieval/indexStore";
 import { isLoopback, RetrievalServer } from "../core/retrieval/server";
 import type { Retriever } from "../core/retrieval/types";
 
@@ -12,13 +13,15 @@ export const SERVE_RETRIEVER_USAGE = `glossa serve-retriever — the retrieval s
   glossa serve-retriever [--glossary F ...] [--no-demo-glossary] [--from LANG --to LANG]
                          [--port 8765] [--host 127.0.0.1] [--allow-remote]
                          [--topk-max 50] [--topk-default 5] [--max-queries 512] [--cache-entries 10000]
-                         [--languages zh,ja,ko,en] [--anchor en] [--index DIR [--encoder DIR]]
+                         [--languages zh,ja,ko,en] [--anchor en] [--index DIR [--encoder DIR] [--rebuild]]
 
   --glossary F        a corpus to serve (repeatable): CC-CEDICT (.u8), TSV/CSV, or Glossa entry JSONL
   --from/--to         languages of TSV/CSV glossaries whose header does not name them (default zh/en)
   --index DIR         serve from an index folder (imported once, reused; the extension's
                       glossa.retrieval.indexFolder) instead of loading the corpora into memory
   --encoder DIR       with --index: fuse dense search from this ONNX sentence encoder (hybrid)
+  --rebuild           with --index: rebuild the lexical index from the corpora first (for one that
+                      cannot be used)
   --host              bind address; anything but loopback also needs --allow-remote
   --languages L,...   search the LcRL hierarchy over these corpus languages: the query's language first,
                       then the others in this order, then the anchor (--anchor, default en)`;
@@ -74,18 +77,26 @@ export async function serveRetrieverCommand(argv: string[]): Promise<number> {
     const started = Date.now();
     if (flags.index) {
       // The index folder the extension uses (glossa.retrieval.indexFolder): same files, same engine.
-      const engine = await RetrievalEngine.open(
-        {
-          indexDir: flags.index,
-          corpora: specs,
-          ...(flags.encoder ? { dense: { encoder: { modelPath: flags.encoder } } } : {}),
-          ...(hierarchy ? { hierarchy } : {}),
-        },
-        {
-          onProgress: (m) => process.stderr.write(`${m}\n`),
-          onWarning: (m) => process.stderr.write(`warning: ${m}\n`),
-        },
-      );
+      const config = {
+        indexDir: flags.index,
+        corpora: specs,
+        ...(flags.encoder ? { dense: { encoder: { modelPath: flags.encoder } } } : {}),
+        ...(hierarchy ? { hierarchy } : {}),
+      };
+      const hooks = {
+        onProgress: (m: string) => process.stderr.write(`${m}\n`),
+        onWarning: (m: string) => process.stderr.write(`warning: ${m}\n`),
+      };
+      let engine: RetrievalEngine;
+      try {
+        engine = await (flags.rebuild ? RetrievalEngine.rebuild(config, hooks) : RetrievalEngine.open(config, hooks));
+      } catch (e) {
+        if (e instanceof IndexCorruptError) {
+          process.stderr.write(`glossa: ${e.message} Run again with --rebuild to rebuild it.\n`);
+          return 2;
+        }
+        throw e;
+      }
       for (const report of engine.update.reports) process.stderr.write(`${summarize(report)}\n`);
       if (engine.dense.kind === "needs-build") {
         process.stderr.write("building the dense index (this can take long; it resumes if interrupted)\n");
@@ -163,6 +174,7 @@ function parse(argv: string[]) {
       anchor: { type: "string" },
       index: { type: "string" },
       encoder: { type: "string" },
+      rebuild: { type: "boolean" },
       help: { type: "boolean", short: "h" },
     },
   });

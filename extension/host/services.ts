@@ -121,7 +121,11 @@ export class Services implements vscode.Disposable {
       );
     } catch (e) {
       if (!(e instanceof IndexCorruptError)) throw e;
-      const choice = await vscode.window.showErrorMessage(`Glossa: ${e.message}`, "Rebuild index");
+      const choice = await vscode.window.showErrorMessage(
+        `Glossa: the glossary index cannot be used (${e.reason}). Rebuild it from your glossaries and ` +
+          `dictionaries? Nothing else is lost. (${e.indexDir})`,
+        "Rebuild index",
+      );
       if (choice !== "Rebuild index") throw e;
       engine = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Notification, title: "Glossa: rebuilding the glossary index" },

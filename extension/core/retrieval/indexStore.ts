@@ -63,10 +63,7 @@ export class IndexCorruptError extends Error {
     readonly indexDir: string,
     readonly reason: string,
   ) {
-    super(
-      `The index at ${indexDir} cannot be used: ${reason}. It can be rebuilt from its source files: ` +
-        "import the corpora again (IndexStore.update with { force: true }), or delete the folder and import them.",
-    );
+    super(`The index at ${indexDir} cannot be used: ${reason}. It can be rebuilt from its source files.`);
   }
 }
 

@@ -351,6 +351,22 @@ describe("glossa serve-retriever", function () {
     return { child, output: () => text, exit };
   }
 
+  /** Resolves when `ready()` holds; rejects with the output if the process exits first. */
+  function waitFor(ready: () => boolean, run: ReturnType<typeof launch>): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = setInterval(() => {
+        if (ready()) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, 50);
+      void run.exit.then((code) => {
+        clearInterval(timer);
+        reject(new Error(`exited ${code}:\n${run.output()}`));
+      });
+    });
+  }
+
   it("loads the demo glossary, prints the URL, serves, and exits 0 on SIGTERM", async () => {
     const dir = await mkdtemp(join(tmpdir(), "glossa-serve-"));
     const glossary = join(dir, "terms.tsv");
@@ -396,6 +412,34 @@ describe("glossa serve-retriever", function () {
       assert.equal(await run.exit, 2, run.output());
       assert.match(run.output(), message);
     }
+  });
+
+  it("names a corrupt --index folder, exits 2, and serves it after --rebuild", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "glossa-serve-corrupt-"));
+    const indexDir = join(dir, "index");
+    const glossary = join(dir, "terms.tsv");
+    await writeFile(glossary, "source\ttarget\n内卷\tinvolution (house style)\n");
+    const args = ["--port", "0", "--no-demo-glossary", "--glossary", glossary, "--index", indexDir];
+    const first = launch(args);
+    await waitFor(() => /listening on/.test(first.output()), first);
+    first.child.kill("SIGTERM");
+    assert.equal(await first.exit, 0);
+    const records = join(indexDir, (await readFile(join(indexDir, "CURRENT"), "utf8")).trim(), "records.utf8");
+    const bytes = await readFile(records);
+    bytes[0] = (bytes[0] ?? 0) ^ 0xff;
+    await writeFile(records, bytes);
+
+    const refused = launch(args);
+    assert.equal(await refused.exit, 2, refused.output());
+    assert.match(refused.output(), /records\.utf8 fails its checksum.*Run again with --rebuild to rebuild it\./);
+
+    const rebuilt = launch([...args, "--rebuild"]);
+    await waitFor(() => /listening on/.test(rebuilt.output()), rebuilt);
+    const url = rebuilt.output().match(/listening on (http:\/\/127\.0\.0\.1:\d+)/)![1]!;
+    const [items] = results(await retrieve(url, { queries: ["内卷"], topk: 3 }));
+    assert.equal(items?.[0]?.gloss, "involution (house style)");
+    rebuilt.child.kill("SIGTERM");
+    assert.equal(await rebuilt.exit, 0);
   });
 
   it("is callable in-process for usage errors", async () => {
