@@ -26,6 +26,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { IndexStore } from "../../extension/core/retrieval/indexStore";
 import { type ScriptedCompletion, ScriptedOpenAIServer } from "../support/scriptedServer";
+import { SearxngServer } from "../support/searchBackends";
 
 interface Locator {
   waitFor(options?: { timeout?: number; state?: string }): Promise<void>;
@@ -39,7 +40,7 @@ interface Locator {
   locator(selector: string, options?: { hasText?: string }): Locator;
 }
 interface FrameLocator {
-  locator(selector: string, options?: { hasText?: string }): Locator;
+  locator(selector: string, options?: { hasText?: string; has?: Locator }): Locator;
   frameLocator(selector: string): FrameLocator;
 }
 interface Page {
@@ -163,6 +164,14 @@ async function main(): Promise<void> {
 
   const server = new ScriptedOpenAIServer(SCRIPTS);
   const endpoint = await server.start();
+  // The online tier, on every search, against a real HTTP server that speaks SearxNG's JSON API.
+  const web = await SearxngServer.start([
+    {
+      title: "狗咬吕洞宾 — Chinese xiehouyu",
+      url: "https://example.org/xiehouyu/gouyao",
+      content: "狗咬吕洞宾，不识好人心: to mistake a good person&#39;s kindness for malice",
+    },
+  ]);
   const run = mkdtempSync(join(tmpdir(), "glossa-e2e-"));
   const dirs = { ext: join(run, "extensions"), user: join(run, "user"), ws: join(run, "workspace") };
   for (const d of [dirs.ext, join(dirs.user, "User"), dirs.ws]) mkdirSync(d, { recursive: true });
@@ -191,6 +200,9 @@ async function main(): Promise<void> {
       // search, and the second run below must search it.
       "glossa.retrieval.encoderPath": TINY_ENCODER,
       "glossa.retrieval.indexFolder": indexDir,
+      "glossa.retrieval.online.provider": "searxng",
+      "glossa.retrieval.online.endpoint": web.origin,
+      "glossa.retrieval.online.when": "always",
     }),
   );
 
@@ -330,6 +342,15 @@ async function main(): Promise<void> {
       "the evidence shows headword, gloss and source",
       /ill reward a person's kindness/.test(evidenceText) && /demo-cc-cedict/.test(evidenceText),
       evidenceText,
+    );
+    const online = panel.locator(".evidence-row", { has: panel.locator(".corpus .online") }).first();
+    await online.waitFor({ timeout: 30_000 });
+    const onlineText = (await online.textContent()) ?? "";
+    check(
+      "results of the online tier are shown and marked online",
+      /mistake a good person's kindness for malice/.test(onlineText) &&
+        web.requests.some((r) => r.includes("format=json")),
+      onlineText,
     );
     const translation = panel.locator("#translation");
     // The translation field is inside two nested iframes: poll it through the frame locator.
@@ -500,6 +521,7 @@ async function main(): Promise<void> {
     await browser.close();
     cs.proc.kill();
     await server.stop();
+    await web.close();
     rmSync(run, { recursive: true, force: true });
   }
   console.log(`e2e: ${passes} passed, ${failures} failed`);
