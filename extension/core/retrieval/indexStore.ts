@@ -209,7 +209,7 @@ export class IndexStore {
           builder.add(entry, corpus.id),
         );
       }
-      const { arrays, meta } = builder.finish();
+      const { arrays, meta } = builder.finish({ release: true });
       const files: IndexFile[] = [];
       for (const { name, data } of lexicalFiles(arrays, meta)) {
         await writeDurably(join(tmp, name), data);

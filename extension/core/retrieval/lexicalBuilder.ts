@@ -28,6 +28,12 @@ class Growable<T extends Int32Array | Uint32Array | Uint16Array | Uint8Array> {
   view(): T {
     return this.array.subarray(0, this.length) as T;
   }
+
+  /** Drops the storage (the builder is done with it). */
+  release(): void {
+    this.array = this.make(0);
+    this.length = 0;
+  }
 }
 
 const int32 = (n: number) => new Int32Array(n);
@@ -65,6 +71,7 @@ export class LexicalIndexBuilder {
   private readonly counts = new Map<number, number>();
   private totalLength = 0;
   private docs = 0;
+  private released = false;
 
   get size(): number {
     return this.docs;
@@ -75,6 +82,7 @@ export class LexicalIndexBuilder {
   }
 
   add(entry: Entry, corpus: string): void {
+    if (this.released) throw new Error("this LexicalIndexBuilder was finished with { release: true }");
     const doc = this.docs++;
     this.headwords.push(entry.headword);
     this.records.push(
@@ -127,13 +135,31 @@ export class LexicalIndexBuilder {
     this.totalLength += length;
   }
 
-  /** Lays out the finished arrays; the builder stays usable (more entries can be added and finished again). */
-  finish(): { arrays: LexicalArrays; meta: LexicalMeta } {
-    const headwords = this.headwords.finish();
-    const records = this.records.finish();
+  /**
+   * Lays out the finished arrays. The builder stays usable (more entries can be added and finished
+   * again) unless `release` is set: then each part of the builder's own state is dropped as soon as its
+   * finished array exists, the largest (the record text) last, so the peak memory of a one-shot build is
+   * well under the sum of both.
+   */
+  finish({ release = false }: { release?: boolean } = {}): { arrays: LexicalArrays; meta: LexicalMeta } {
+    const termCount = this.termIds.size;
     const postings = this.postings();
+    if (release) {
+      this.docTermStart.release();
+      this.docTermIds.release();
+      this.docTermTfs.release();
+    }
     const terms = this.termTable();
+    if (release) this.termIds.clear();
     const keys = this.keyTables();
+    if (release) {
+      this.rawKeyIds.clear();
+      this.keyPairKeys.release();
+      this.keyPairDocs.release();
+      this.released = true;
+    }
+    const headwords = this.headwords.finish({ release });
+    const records = this.records.finish({ release });
     const arrays: LexicalArrays = {
       headwordBlob: headwords.blob,
       headwordOffsets: headwords.offsets,
@@ -148,7 +174,7 @@ export class LexicalIndexBuilder {
     };
     const meta: LexicalMeta = {
       docCount: this.docs,
-      termCount: this.termIds.size,
+      termCount,
       keyCount: keys.arrays.keyHashes.length,
       totalLength: this.totalLength,
       longestKey: keys.longestKey,

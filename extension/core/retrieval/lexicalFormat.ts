@@ -205,8 +205,27 @@ export class StringBlobWriter {
     this.offsets.push(this.total);
   }
 
-  finish(): { blob: Uint8Array; offsets: Uint32Array } {
-    const blob = Buffer.concat([...this.chunks, this.current.subarray(0, this.used)]);
-    return { blob, offsets: Uint32Array.from(this.offsets) };
+  /**
+   * The blob and its offsets. With `release`, each chunk is let go as soon as it is copied (so a large blob
+   * is not held twice) and the writer must not be used again.
+   */
+  finish({ release = false }: { release?: boolean } = {}): { blob: Uint8Array; offsets: Uint32Array } {
+    if (!release) {
+      const blob = Buffer.concat([...this.chunks, this.current.subarray(0, this.used)]);
+      return { blob, offsets: Uint32Array.from(this.offsets) };
+    }
+    this.chunks.push(this.current.subarray(0, this.used));
+    this.current = Buffer.alloc(0);
+    this.used = 0;
+    const blob = Buffer.allocUnsafe(this.total);
+    let at = 0;
+    while (this.chunks.length > 0) {
+      const chunk = this.chunks.shift()!;
+      chunk.copy(blob, at);
+      at += chunk.length;
+    }
+    const offsets = Uint32Array.from(this.offsets);
+    this.offsets.length = 0;
+    return { blob, offsets };
   }
 }

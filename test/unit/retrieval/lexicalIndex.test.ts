@@ -121,6 +121,38 @@ describe("script folding", () => {
   });
 });
 
+describe("one-shot builds", () => {
+  it("lay out exactly the arrays a reusable build does, and refuse entries afterwards", async function () {
+    this.timeout(60_000);
+    const reusable = new LexicalIndexBuilder();
+    const oneShot = new LexicalIndexBuilder();
+    await readCorpus({ path: CEDICT_FULL, id: "cc-cedict" }, (entry) => {
+      reusable.add(entry, "cc-cedict");
+      oneShot.add(entry, "cc-cedict");
+    });
+    const kept = reusable.finish();
+    const released = oneShot.finish({ release: true });
+    assert.deepEqual(released.meta, kept.meta);
+    for (const name of Object.keys(kept.arrays) as (keyof typeof kept.arrays)[]) {
+      assert.ok(
+        Buffer.from(
+          released.arrays[name].buffer,
+          released.arrays[name].byteOffset,
+          released.arrays[name].byteLength,
+        ).equals(Buffer.from(kept.arrays[name].buffer, kept.arrays[name].byteOffset, kept.arrays[name].byteLength)),
+        name,
+      );
+    }
+    assert.throws(
+      () => oneShot.add({ id: "x:1", headword: "x", gloss: "x", lang: "en" }, "x"),
+      /finished with \{ release: true \}/,
+    );
+    // The reusable builder goes on.
+    reusable.add({ id: "x:1", headword: "新词", gloss: "a new word", lang: "zh" }, "x");
+    assert.equal(reusable.finish().meta.docCount, kept.meta.docCount + 1);
+  });
+});
+
 describe("record heads", () => {
   it("read id, gloss and tags exactly as a full JSON parse would, escapes and all", () => {
     const records: unknown[][] = [
