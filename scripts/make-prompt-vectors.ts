@@ -19,7 +19,7 @@ export function promptVectors() {
       },
     },
     {
-      name: "neoamt-never-placeholder-in-text",
+      name: "neoamt-never-template-braces-in-source",
       input: { text: "keep {tgt_lang} as is", sourceLang: "en", targetLang: "de", mode: "never", style: "neoamt" },
     },
     {

@@ -1,6 +1,6 @@
-import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { PreTrainedModel, PreTrainedTokenizer, Tensor } from "@huggingface/transformers";
+import { firstLine, isDirectory, isFile, loadLocalRuntime, type Transformers } from "../modelRuntime";
 import { declaredExternalData, modelFiles } from "./modelStore";
 import {
   type FinishReason,
@@ -10,8 +10,6 @@ import {
   type PolicyBackend,
   PolicyError,
 } from "./types";
-
-type Transformers = typeof import("@huggingface/transformers");
 
 export interface EmbeddedPolicyOptions {
   /** Local model folder: config.json, tokenizer.json, tokenizer_config.json, onnx/model<suffix>.onnx. */
@@ -112,18 +110,9 @@ export class EmbeddedPolicy implements PolicyBackend {
         );
       }
     }
-    let lib: Transformers;
-    try {
-      lib = await import("@huggingface/transformers");
-    } catch (err) {
-      throw new PolicyError(
-        "model-load",
-        `Cannot load the model runtime (@huggingface/transformers): ${firstLine(err)}`,
-        err,
-      );
-    }
-    lib.env.allowRemoteModels = false;
-    lib.env.allowLocalModels = true;
+    const lib = await loadLocalRuntime().catch((err: Error) => {
+      throw new PolicyError("model-load", err.message, err.cause);
+    });
     try {
       const tokenizer = await lib.AutoTokenizer.from_pretrained(dir, { local_files_only: true });
       const model = await lib.AutoModelForCausalLM.from_pretrained(dir, {
@@ -392,25 +381,4 @@ function eosIdsOf(model: PreTrainedModel, tokenizer: PreTrainedTokenizer): numbe
 
 function abortedError(): PolicyError {
   return new PolicyError("aborted", "Generation was cancelled.");
-}
-
-function firstLine(err: unknown): string {
-  const message = err instanceof Error ? err.message : String(err);
-  return (message.split("\n")[0] ?? message).trim();
-}
-
-async function isDirectory(p: string): Promise<boolean> {
-  try {
-    return (await fs.stat(p)).isDirectory();
-  } catch {
-    return false;
-  }
-}
-
-async function isFile(p: string): Promise<boolean> {
-  try {
-    return (await fs.stat(p)).isFile();
-  } catch {
-    return false;
-  }
 }

@@ -1,9 +1,7 @@
 import { createHash } from "node:crypto";
-import { promises as fs } from "node:fs";
 import path from "node:path";
 import type { PreTrainedModel, PreTrainedTokenizer, Tensor } from "@huggingface/transformers";
-
-type Transformers = typeof import("@huggingface/transformers");
+import { firstLine, isDirectory, isFile, loadLocalRuntime } from "../../modelRuntime";
 
 /** How a sentence encoder turns a model folder into vectors; every field that changes the vectors is in its id. */
 export interface SentenceEncoderOptions {
@@ -235,19 +233,9 @@ export class SentenceEncoder implements TextEncoder {
         );
       }
     }
-    let lib: Transformers;
-    try {
-      lib = await import("@huggingface/transformers");
-    } catch (err) {
-      throw new EncoderError(
-        "encoder-load",
-        `Cannot load the model runtime (@huggingface/transformers): ${firstLine(err)}`,
-        dir,
-        err,
-      );
-    }
-    lib.env.allowRemoteModels = false;
-    lib.env.allowLocalModels = true;
+    const lib = await loadLocalRuntime().catch((err: Error) => {
+      throw new EncoderError("encoder-load", err.message, dir, err.cause);
+    });
     try {
       const tokenizer = await lib.AutoTokenizer.from_pretrained(dir, { local_files_only: true });
       const model = await lib.AutoModel.from_pretrained(dir, {
@@ -294,16 +282,4 @@ function normalizeInPlace(row: Float32Array): void {
   for (const v of row) norm += v * v;
   norm = Math.sqrt(norm);
   if (norm > 0) for (let d = 0; d < row.length; d++) row[d] = (row[d] as number) / norm;
-}
-
-async function isDirectory(p: string): Promise<boolean> {
-  return (await fs.stat(p).catch(() => null))?.isDirectory() ?? false;
-}
-
-async function isFile(p: string): Promise<boolean> {
-  return (await fs.stat(p).catch(() => null))?.isFile() ?? false;
-}
-
-function firstLine(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).split("\n")[0] ?? "";
 }
