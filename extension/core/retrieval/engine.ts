@@ -158,7 +158,7 @@ export class RetrievalEngine implements Retriever {
         ? ""
         : built.sourceKey === sourceKey
           ? built.corpusFingerprint
-          : await corpusFingerprintOf(allEntries(index));
+          : await corpusFingerprintOf(index.entries());
       const retriever = await DenseRetriever.open(
         denseDir(config),
         encoder,
@@ -185,10 +185,6 @@ export class RetrievalEngine implements Retriever {
 
 function denseDir(config: EngineConfig): string {
   return join(config.indexDir, "dense");
-}
-
-function* allEntries(index: FrozenLexicalIndex) {
-  for (let doc = 0; doc < index.size; doc++) yield index.entry(doc);
 }
 
 function denseEntry(index: FrozenLexicalIndex, ordinal: number) {

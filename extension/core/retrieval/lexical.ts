@@ -230,6 +230,11 @@ export class FrozenLexicalIndex implements Retriever {
     };
   }
 
+  /** Every entry in document order (ordinal = position), decoded one at a time. */
+  *entries(): Generator<Entry & { corpus: string }> {
+    for (let doc = 0; doc < this.size; doc++) yield this.entry(doc);
+  }
+
   hit(doc: number, score: number, match: MatchKind, maxGlossChars?: number, headword?: string): SearchHit {
     const [id, gloss, tags] = this.recordHead(doc);
     const cut = maxGlossChars !== undefined && gloss.length > maxGlossChars;

@@ -351,28 +351,9 @@ describe("glossa serve-retriever", function () {
     return { child, output: () => text, exit };
   }
 
-  /** Resolves when `ready()` holds; rejects with the output if the process exits first. */
-  function waitFor(ready: () => boolean, run: ReturnType<typeof launch>): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
-      const timer = setInterval(() => {
-        if (ready()) {
-          clearInterval(timer);
-          resolve();
-        }
-      }, 50);
-      void run.exit.then((code) => {
-        clearInterval(timer);
-        reject(new Error(`exited ${code}:\n${run.output()}`));
-      });
-    });
-  }
-
-  it("loads the demo glossary, prints the URL, serves, and exits 0 on SIGTERM", async () => {
-    const dir = await mkdtemp(join(tmpdir(), "glossa-serve-"));
-    const glossary = join(dir, "terms.tsv");
-    await writeFile(glossary, "source\ttarget\n内卷\tinvolution (house style)\nbroken line without a tab\n");
-    const run = launch(["--port", "0", "--glossary", glossary, "--topk-max", "7"]);
-    const url = await new Promise<string>((resolve, reject) => {
+  /** The URL the server prints once it listens; rejects with the output if the process exits first. */
+  function listening(run: ReturnType<typeof launch>): Promise<string> {
+    return new Promise<string>((resolve, reject) => {
       const timer = setInterval(() => {
         const found = run.output().match(/listening on (http:\/\/127\.0\.0\.1:\d+)/);
         if (found) {
@@ -385,6 +366,14 @@ describe("glossa serve-retriever", function () {
         reject(new Error(`exited ${code} before listening:\n${run.output()}`));
       });
     });
+  }
+
+  it("loads the demo glossary, prints the URL, serves, and exits 0 on SIGTERM", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "glossa-serve-"));
+    const glossary = join(dir, "terms.tsv");
+    await writeFile(glossary, "source\ttarget\n内卷\tinvolution (house style)\nbroken line without a tab\n");
+    const run = launch(["--port", "0", "--glossary", glossary, "--topk-max", "7"]);
+    const url = await listening(run);
     assert.match(run.output(), /terms\.tsv: 1 imported, 1 skipped, 1 malformed/);
     const [items] = results(await retrieve(url, { queries: ["内卷"], topk: 7, return_scores: true }));
     assert.deepEqual(
@@ -421,7 +410,7 @@ describe("glossa serve-retriever", function () {
     await writeFile(glossary, "source\ttarget\n内卷\tinvolution (house style)\n");
     const args = ["--port", "0", "--no-demo-glossary", "--glossary", glossary, "--index", indexDir];
     const first = launch(args);
-    await waitFor(() => /listening on/.test(first.output()), first);
+    await listening(first);
     first.child.kill("SIGTERM");
     assert.equal(await first.exit, 0);
     const records = join(indexDir, (await readFile(join(indexDir, "CURRENT"), "utf8")).trim(), "records.utf8");
@@ -434,8 +423,7 @@ describe("glossa serve-retriever", function () {
     assert.match(refused.output(), /records\.utf8 fails its checksum.*Run again with --rebuild to rebuild it\./);
 
     const rebuilt = launch([...args, "--rebuild"]);
-    await waitFor(() => /listening on/.test(rebuilt.output()), rebuilt);
-    const url = rebuilt.output().match(/listening on (http:\/\/127\.0\.0\.1:\d+)/)![1]!;
+    const url = await listening(rebuilt);
     const [items] = results(await retrieve(url, { queries: ["内卷"], topk: 3 }));
     assert.equal(items?.[0]?.gloss, "involution (house style)");
     rebuilt.child.kill("SIGTERM");

@@ -7,7 +7,7 @@ import { parentPort } from "node:worker_threads";
 import { IndexStore, lexicalSourceKey } from "../indexStore";
 import { buildDenseIndex, DenseBuildCancelled, type DenseBuildRequest } from "./denseBuild";
 import { SentenceEncoder } from "./encoder";
-import { type DensePassage, passageText } from "./passages";
+import { passagesOf } from "./passages";
 import type { WorkerReply, WorkerRequest } from "./workerProtocol";
 import { unpackPassages } from "./workerProtocol";
 
@@ -19,12 +19,7 @@ async function readRequest(request: Extract<WorkerRequest, { type: "start" }>["r
   }
   const { lexicalIndex, ...rest } = request;
   const { index, manifest } = await new IndexStore(lexicalIndex).load();
-  const passages: DensePassage[] = [];
-  for (let doc = 0; doc < index.size; doc++) {
-    const entry = index.entry(doc);
-    passages.push({ ordinal: doc, id: entry.id, text: passageText(entry) });
-  }
-  return { ...rest, passages, sourceKey: lexicalSourceKey(manifest) };
+  return { ...rest, passages: passagesOf(index.entries()), sourceKey: lexicalSourceKey(manifest) };
 }
 
 const port = parentPort;
